@@ -1,0 +1,102 @@
+"""The case bundle: what the service evaluates (FORMATS.md, "Case bundle")."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+FactValue = str | int | float | bool | dt.date | list[str | int | float | bool] | None
+
+
+class _Contract(BaseModel):
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+
+class Code(_Contract):
+    """A coded item such as an HCPCS, CPT or ICD-10-CM code."""
+
+    system: str
+    code: str
+    display: str | None = None
+
+
+class ServiceRequest(_Contract):
+    """What is being requested."""
+
+    service: str = ""
+    """Free-text name of the requested service or device."""
+    codes: list[Code] = Field(default_factory=list)
+    diagnoses: list[Code] = Field(default_factory=list)
+    urgency: str | None = None
+
+
+class Patient(_Contract):
+    """Demographics; anything else about the patient is a fact with provenance."""
+
+    age: int | None = Field(default=None, ge=0, le=130)
+    sex: str | None = None
+
+
+class FactSource(_Contract):
+    """Where an extracted fact came from."""
+
+    doc_id: str
+    page: int | None = Field(default=None, ge=1)
+    """1-based page of the document."""
+    quote: str = ""
+    """Text of the page the fact was read from (verbatim when the extractor was right)."""
+
+
+class Fact(_Contract):
+    """One value extracted from the clinical documents."""
+
+    field: str = Field(min_length=1)
+    """Dotted name, e.g. `sleep_study.ahi`."""
+    value: FactValue = None
+    unit: str | None = None
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    """The extractor's confidence in this fact."""
+    source: FactSource | None = None
+
+
+class Document(_Contract):
+    """One clinical document, as text per page."""
+
+    doc_id: str = Field(min_length=1)
+    title: str = ""
+    date: dt.date | None = None
+    pages: list[str] = Field(default_factory=list)
+
+
+class CaseBundle(_Contract):
+    """Facts extracted from a patient's documents, with provenance, plus the documents' text."""
+
+    case_id: str = Field(min_length=1, max_length=200)
+    as_of: dt.date | None = None
+    """The date time windows are measured back from; today when absent."""
+    request: ServiceRequest = Field(default_factory=ServiceRequest)
+    patient: Patient = Field(default_factory=Patient)
+    facts: list[Fact] = Field(default_factory=list)
+    documents: list[Document] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check_documents(self) -> CaseBundle:
+        seen: set[str] = set()
+        for document in self.documents:
+            if document.doc_id in seen:
+                raise ValueError(f"documents: doc_id {document.doc_id!r} appears twice")
+            seen.add(document.doc_id)
+        has_text = any(page.strip() for document in self.documents for page in document.pages)
+        if not self.facts and not has_text:
+            raise ValueError("case has no facts and no document text: there is nothing to evaluate")
+        return self
+
+    def document(self, doc_id: str) -> Document | None:
+        """Return the document with `doc_id`, or None."""
+        return next((d for d in self.documents if d.doc_id == doc_id), None)
+
+    @property
+    def reference_date(self) -> dt.date:
+        """`as_of`, or today when the bundle does not say."""
+        return self.as_of or dt.date.today()

@@ -1,0 +1,142 @@
+"""Policies, their criteria and how the criteria combine (FORMATS.md, "Criteria set")."""
+
+from __future__ import annotations
+
+import datetime as dt
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from retrieval.tree import TreeNode
+
+
+class _Contract(BaseModel):
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+
+class Criterion(_Contract):
+    """One checkable criterion of a policy."""
+
+    criterion_id: str = Field(min_length=1)
+    text: str = Field(min_length=1)
+    """The criterion restated as one checkable sentence."""
+    section: str = ""
+    """Title of the policy section it comes from."""
+    quote: str = ""
+    """Verbatim policy text the criterion comes from."""
+
+
+class AllOf(_Contract):
+    all_of: list[LogicNode] = Field(min_length=1)
+
+
+class AnyOf(_Contract):
+    any_of: list[LogicNode] = Field(min_length=1)
+
+
+class Not(_Contract):
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+    not_: LogicNode = Field(alias="not")
+
+
+LogicNode = str | AllOf | AnyOf | Not
+"""A criterion id, or `all_of` / `any_of` / `not` over logic nodes."""
+
+AllOf.model_rebuild()
+AnyOf.model_rebuild()
+Not.model_rebuild()
+
+
+def logic_ids(node: LogicNode) -> list[str]:
+    """Every criterion id the logic tree names, in order."""
+    match node:
+        case str():
+            return [node]
+        case AllOf(all_of=children) | AnyOf(any_of=children):
+            return [cid for child in children for cid in logic_ids(child)]
+        case Not(not_=child):
+            return logic_ids(child)
+    raise TypeError(f"not a logic node: {node!r}")
+
+
+class CriteriaSet(_Contract):
+    """The checkable criteria of one policy version and the logic that combines them."""
+
+    policy_id: str
+    version: str
+    criteria: list[Criterion] = Field(min_length=1)
+    logic: LogicNode
+
+    @model_validator(mode="after")
+    def _check_references(self) -> CriteriaSet:
+        ids = [c.criterion_id for c in self.criteria]
+        duplicates = {cid for cid in ids if ids.count(cid) > 1}
+        if duplicates:
+            raise ValueError(f"criteria: duplicate criterion_id {sorted(duplicates)}")
+        unknown = [cid for cid in logic_ids(self.logic) if cid not in ids]
+        if unknown:
+            raise ValueError(f"logic names criteria that are not defined: {unknown}")
+        return self
+
+    def criterion(self, criterion_id: str) -> Criterion | None:
+        """Return the criterion with `criterion_id`, or None."""
+        return next((c for c in self.criteria if c.criterion_id == criterion_id), None)
+
+
+class SourceFormat(StrEnum):
+    """How the policy document was supplied."""
+
+    MARKDOWN = "markdown"
+    PDF = "pdf"
+    PAGEINDEX = "pageindex"
+
+
+class PolicyRef(_Contract):
+    """What identifies a policy text exactly; carried by every result."""
+
+    policy_id: str
+    version: str
+    sha256: str
+    """sha256 of the document bytes as ingested."""
+
+
+class PolicySummary(PolicyRef):
+    """A stored policy without its tree."""
+
+    title: str
+    source_format: SourceFormat
+    source_url: str | None = None
+    license: str | None = None
+    created_at: dt.datetime
+    criteria_count: int = 0
+
+
+class Policy(PolicySummary):
+    """A stored policy with its tree index and, when known, its criteria."""
+
+    tree: list[TreeNode]
+    criteria: CriteriaSet | None = None
+
+    @property
+    def ref(self) -> PolicyRef:
+        return PolicyRef(policy_id=self.policy_id, version=self.version, sha256=self.sha256)
+
+    def summary(self) -> PolicySummary:
+        return PolicySummary.model_validate(self.model_dump(exclude={"tree", "criteria"}))
+
+
+class PolicyUpload(_Contract):
+    """JSON body of `POST /v1/policies`."""
+
+    policy_id: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9._\-/]+$")
+    version: str = Field(default="1", min_length=1, max_length=50)
+    title: str | None = None
+    """Defaults to the document's first heading."""
+    source_format: SourceFormat
+    content: str | dict[str, Any] | list[Any]
+    """Markdown text, PDF bytes as base64, or PageIndex tree JSON."""
+    source_url: str | None = None
+    license: str | None = None
+    criteria: CriteriaSet | None = None

@@ -1,0 +1,84 @@
+"""The one typed configuration object, read from the environment (prefix `REASONING_`).
+
+Every default works offline with no API key: the heuristic controller, a SQLite file in the
+working directory. The CLI and the server build it the same way (`Settings()`) and pass it down.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+_CONTROLLER_PATTERN = re.compile(r"^(heuristic|react|shadow|ab:(100|[1-9]?\d)(\.\d+)?)$")
+
+
+class Settings(BaseSettings):
+    """Service configuration. Each field is `REASONING_<FIELD>` in the environment."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="REASONING_",
+        env_file=None,
+        extra="ignore",
+        use_attribute_docstrings=True,
+    )
+
+    # --- storage -------------------------------------------------------------------------
+    db_path: Path = Path("reasoning.db")
+    """SQLite file holding policies, evaluations, results, traces and LLM interactions."""
+
+    # --- routing ---------------------------------------------------------------------------
+    controller: str = "heuristic"
+    """`heuristic`, `react`, `shadow` (serve heuristic, run react in the background) or
+    `ab:<percent>` (that percentage of cases goes to react)."""
+
+    # --- LLM provider ----------------------------------------------------------------------
+    llm_provider: Literal["openai", "anthropic", "local"] | None = None
+    """None means no LLM is configured: `react` then falls back at once."""
+    llm_model: str = "gpt-4o-mini"
+    llm_base_url: str | None = None
+    """OpenAI-compatible servers (vLLM, llama.cpp) or a proxy; the SDK default when None."""
+    llm_api_key: SecretStr | None = None
+    llm_timeout_s: float = Field(default=60.0, gt=0)
+    llm_max_output_tokens: int = Field(default=800, ge=16)
+    llm_fallback: Literal["heuristic", "uncertain"] = "heuristic"
+    """What a criterion gets when the LLM fails for good."""
+
+    # --- ReAct loop --------------------------------------------------------------------------
+    prompt_id: str = "react-v1"
+    """Versioned system prompt under `prompts_dir`."""
+    prompts_dir: Path = _REPO_ROOT / "prompts"
+    max_iterations: int = Field(default=10, ge=1, le=50)
+    token_budget: int = Field(default=6000, ge=500)
+    """Input plus output tokens per criterion, checked before each LLM call."""
+    abstain_below: float = Field(default=0.65, ge=0.0, le=1.0)
+    """Results less confident than this become `uncertain` (`low_confidence`)."""
+    criterion_concurrency: int = Field(default=4, ge=1, le=64)
+    """Criteria of one evaluation evaluated at the same time."""
+
+    # --- retries -----------------------------------------------------------------------------
+    retry_max_attempts: int = Field(default=3, ge=0, le=10)
+    """Retries after the first try, for transient errors only."""
+    retry_base_s: float = Field(default=1.0, ge=0)
+    """Backoff is base, 2×base, 4×base …"""
+    retry_after_cap_s: float = Field(default=30.0, ge=0)
+    """A provider's Retry-After is honoured up to this."""
+
+    # --- server --------------------------------------------------------------------------------
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+    log_level: str = "INFO"
+
+    @field_validator("controller")
+    @classmethod
+    def _check_controller(cls, value: str) -> str:
+        value = value.strip().lower()
+        if not _CONTROLLER_PATTERN.match(value):
+            raise ValueError(
+                f"REASONING_CONTROLLER={value!r}: expected heuristic, react, shadow or ab:<0-100>"
+            )
+        return value
