@@ -31,6 +31,10 @@ class Settings(BaseSettings):
     db_path: Path = Path("reasoning.db")
     """SQLite file holding policies, evaluations, results, traces and LLM interactions."""
 
+    seed_examples: bool = True
+    """Index the bundled example policies (`examples/`) at start-up when they are not stored."""
+    examples_dir: Path = _REPO_ROOT / "examples"
+
     # --- routing ---------------------------------------------------------------------------
     controller: str = "heuristic"
     """`heuristic`, `react`, `shadow` (serve heuristic, run react in the background) or

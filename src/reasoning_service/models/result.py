@@ -112,7 +112,9 @@ class Usage(_Contract):
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(**{name: getattr(self, name) + getattr(other, name) for name in Usage.model_fields})
+        return Usage(
+            **{name: getattr(self, name) + getattr(other, name) for name in Usage.model_fields}
+        )
 
 
 class CriterionResult(_Contract):
@@ -184,5 +186,3 @@ class EvaluationResult(_Contract):
     service_version: str
     created_at: dt.datetime
     usage: Usage = Field(default_factory=Usage)
-
-

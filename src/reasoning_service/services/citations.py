@@ -13,7 +13,9 @@ import re
 from reasoning_service.models import CaseBundle, CaseEvidence, Policy, PolicyCitation
 from retrieval.tree import find_node
 
-_TRANSLATION = str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "–": "-", "—": "-", "\u00a0": " "})
+_TRANSLATION = str.maketrans(
+    {"’": "'", "‘": "'", "“": '"', "”": '"', "–": "-", "—": "-", "\u00a0": " "}
+)
 _SPACE = re.compile(r"\s+")
 
 
@@ -118,9 +120,7 @@ def _locate_in_fact(case: CaseBundle, evidence: CaseEvidence) -> CaseEvidence | 
         if fact.field != evidence.field:
             continue
         if fact.source is not None and find_quote(fact.source.quote, evidence.quote) is not None:
-            in_document = _locate_in_document(
-                case, fact.source.doc_id, fact.source.page, evidence
-            )
+            in_document = _locate_in_document(case, fact.source.doc_id, fact.source.page, evidence)
             return in_document or evidence.model_copy(update={"doc_id": fact.source.doc_id})
         if find_quote(str(fact.value), evidence.quote) is not None:
             return evidence.model_copy(update={"doc_id": None, "page": None})

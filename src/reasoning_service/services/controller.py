@@ -2,19 +2,38 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
-from reasoning_service.models import CaseBundle, Criterion, CriterionResult, Policy
+from reasoning_service.models import (
+    CaseBundle,
+    Criterion,
+    CriterionResult,
+    LLMInteraction,
+    Message,
+    Policy,
+)
+
+
+@dataclass
+class CriterionTrace:
+    """What an LLM controller said and sent while deciding one criterion; stored for audit."""
+
+    messages: list[Message] = field(default_factory=list)
+    interactions: list[LLMInteraction] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
 class CriterionTask:
-    """One criterion of one policy, to be judged against one case."""
+    """One criterion of one policy, to be judged against one case.
+
+    `trace` is filled by controllers that talk to an LLM; the heuristic leaves it empty.
+    """
 
     case: CaseBundle
     policy: Policy
     criterion: Criterion
+    trace: CriterionTrace = field(default_factory=CriterionTrace)
 
 
 class Controller(Protocol):

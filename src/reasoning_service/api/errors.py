@@ -1,0 +1,79 @@
+"""How errors leave the API: a status saying whose problem it is, a message naming the field."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+
+from reasoning_service.errors import (
+    ConfigError,
+    InvalidInputError,
+    NotFoundError,
+    PolicyFormatError,
+    StoreError,
+)
+
+logger = logging.getLogger(__name__)
+
+
+class ErrorResponse(BaseModel):
+    """Body of every 4xx/5xx response."""
+
+    error: str
+    """A stable code: `not_found`, `invalid_request`, `malformed_json`, `store_unavailable` …"""
+    message: str
+    """What is wrong, naming the field when there is one."""
+    detail: list[dict[str, Any]] | None = None
+
+
+def _reply(status: int, error: str, message: str, detail: list[Any] | None = None) -> JSONResponse:
+    body = ErrorResponse(error=error, message=message, detail=detail)
+    return JSONResponse(status_code=status, content=body.model_dump(exclude_none=True))
+
+
+def _field(location: tuple[Any, ...] | list[Any]) -> str:
+    return ".".join(str(part) for part in location if part != "body") or "body"
+
+
+async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = exc.errors()
+    if any(e.get("type") == "json_invalid" for e in errors):
+        return _reply(400, "malformed_json", "request body is not valid JSON")
+    # Inputs are case data (PHI): report where and why, never the value itself.
+    detail = [{"field": _field(e["loc"]), "message": e["msg"], "type": e["type"]} for e in errors]
+    message = "; ".join(f"{d['field']}: {d['message']}" for d in detail[:5])
+    return _reply(422, "invalid_request", message, detail)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Map the service's error types to statuses, once, for every route."""
+
+    async def not_found(_: Request, exc: Exception) -> JSONResponse:
+        return _reply(404, "not_found", str(exc))
+
+    async def invalid(_: Request, exc: Exception) -> JSONResponse:
+        return _reply(422, "invalid_request", str(exc))
+
+    async def bad_policy(_: Request, exc: Exception) -> JSONResponse:
+        return _reply(422, "invalid_policy_document", str(exc))
+
+    async def store_down(_: Request, exc: Exception) -> JSONResponse:
+        logger.error("store failure", exc_info=exc)
+        return _reply(503, "store_unavailable", "the store is unavailable; nothing was written")
+
+    async def misconfigured(_: Request, exc: Exception) -> JSONResponse:
+        logger.error("configuration error", exc_info=exc)
+        return _reply(500, "misconfigured", str(exc))
+
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(NotFoundError, not_found)
+    app.add_exception_handler(InvalidInputError, invalid)
+    app.add_exception_handler(PolicyFormatError, bad_policy)
+    app.add_exception_handler(StoreError, store_down)
+    app.add_exception_handler(ConfigError, misconfigured)

@@ -1,0 +1,264 @@
+"""SQLite store (sqlite-utils, WAL). Each evaluation is written in one transaction.
+
+sqlite3 is blocking, so every call runs in a worker thread behind one lock: the event loop
+never waits on the disk, and the single connection never sees two writers at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from sqlite_utils import Database
+
+from reasoning_service.errors import StoreError
+from reasoning_service.models import (
+    CaseBundle,
+    CriteriaSet,
+    EvaluationResult,
+    LLMInteraction,
+    Message,
+    Policy,
+    PolicySummary,
+)
+from reasoning_service.services.controller import CriterionTrace
+from reasoning_service.store.schema import ensure_schema
+from retrieval.tree import TreeNode
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class StoredEvaluation:
+    """An evaluation as stored, with who created it (for access control)."""
+
+    result: EvaluationResult
+    owner: str | None
+
+
+class Store(Protocol):
+    """What the services need from persistence."""
+
+    async def save_policy(self, policy: Policy) -> None: ...
+    async def get_policy(self, policy_id: str, version: str | None = None) -> Policy | None: ...
+    async def list_policies(self) -> list[PolicySummary]: ...
+    async def save_evaluation(
+        self,
+        result: EvaluationResult,
+        *,
+        case: CaseBundle,
+        traces: dict[str, CriterionTrace],
+        owner: str | None = None,
+    ) -> None: ...
+    async def get_evaluation(self, evaluation_id: str) -> StoredEvaluation | None: ...
+    async def get_traces(self, evaluation_id: str) -> dict[str, CriterionTrace]: ...
+    async def aclose(self) -> None: ...
+
+
+class SqliteStore:
+    """The store in one SQLite file (or `:memory:` for tests)."""
+
+    def __init__(self, path: str | Path) -> None:
+        path = str(path)
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
+        self._db = Database(conn)
+        if path != ":memory:":
+            self._db.enable_wal()
+            self._db.execute("PRAGMA synchronous=NORMAL")
+        ensure_schema(self._db)
+        self._lock = threading.Lock()
+
+    @property
+    def db(self) -> Database:
+        """The sqlite-utils handle, for modules that own tables of their own."""
+        return self._db
+
+    async def run(self, operation: Callable[[Database], T]) -> T:
+        """Run `operation(db)` in a worker thread, in a transaction; failures become StoreError."""
+
+        def locked() -> T:
+            with self._lock:
+                try:
+                    with self._db.atomic():
+                        return operation(self._db)
+                except sqlite3.Error as exc:
+                    raise StoreError(f"store operation failed: {exc.__class__.__name__}") from exc
+
+        return await asyncio.to_thread(locked)
+
+    # --- policies ---------------------------------------------------------------------------
+
+    async def save_policy(self, policy: Policy) -> None:
+        row = {
+            **policy.summary().model_dump(mode="json", exclude={"criteria_count"}),
+            "tree_json": json.dumps([n.model_dump(mode="json") for n in policy.tree]),
+            "criteria_json": policy.criteria.model_dump_json() if policy.criteria else None,
+        }
+        await self.run(lambda db: db["policies"].insert(row, replace=True))
+
+    async def get_policy(self, policy_id: str, version: str | None = None) -> Policy | None:
+        where, args = "policy_id = ?", [policy_id]
+        if version is not None:
+            where, args = where + " and version = ?", [*args, version]
+        rows = await self.run(
+            lambda db: list(
+                db["policies"].rows_where(where, args, order_by="created_at desc", limit=1)
+            )
+        )
+        return _policy_from_row(rows[0]) if rows else None
+
+    async def list_policies(self) -> list[PolicySummary]:
+        rows = await self.run(
+            lambda db: list(db["policies"].rows_where(order_by="policy_id, created_at"))
+        )
+        return [_policy_from_row(row).summary() for row in rows]
+
+    # --- evaluations ------------------------------------------------------------------------
+
+    async def save_evaluation(
+        self,
+        result: EvaluationResult,
+        *,
+        case: CaseBundle,
+        traces: dict[str, CriterionTrace],
+        owner: str | None = None,
+    ) -> None:
+        evaluation = {
+            "evaluation_id": result.evaluation_id,
+            "case_id": result.case_id,
+            "policy_id": result.policy.policy_id,
+            "policy_version": result.policy.version,
+            "recommendation": result.recommendation.value,
+            "controller": result.controller,
+            "arm": result.arm,
+            "owner": owner,
+            "created_at": result.created_at.isoformat(),
+            "case_json": case.model_dump_json(),
+            "result_json": result.model_dump_json(),
+        }
+        criterion_rows = [_criterion_row(result.evaluation_id, r) for r in result.results]
+        conversation_rows, interaction_rows = _trace_rows(result.evaluation_id, traces)
+
+        def write(db: Database) -> None:
+            db["evaluations"].insert(evaluation)
+            db["criterion_results"].insert_all(criterion_rows)
+            db["conversations"].insert_all(conversation_rows)
+            db["llm_interactions"].insert_all(interaction_rows)
+
+        await self.run(write)
+
+    async def get_evaluation(self, evaluation_id: str) -> StoredEvaluation | None:
+        rows = await self.run(
+            lambda db: list(
+                db["evaluations"].rows_where(
+                    "evaluation_id = ?", [evaluation_id], select="result_json, owner"
+                )
+            )
+        )
+        if not rows:
+            return None
+        result = EvaluationResult.model_validate_json(rows[0]["result_json"])
+        return StoredEvaluation(result=result, owner=rows[0]["owner"])
+
+    async def get_traces(self, evaluation_id: str) -> dict[str, CriterionTrace]:
+        def read(db: Database) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+            where = "evaluation_id = ?"
+            conversations = list(db["conversations"].rows_where(where, [evaluation_id]))
+            interactions = list(
+                db["llm_interactions"].rows_where(
+                    where, [evaluation_id], order_by="criterion_id, seq"
+                )
+            )
+            return conversations, interactions
+
+        conversations, interactions = await self.run(read)
+        traces: dict[str, CriterionTrace] = {}
+        for row in conversations:
+            messages = [Message.model_validate(m) for m in json.loads(row["messages_json"])]
+            traces.setdefault(row["criterion_id"], CriterionTrace()).messages = messages
+        for row in interactions:
+            record = LLMInteraction.model_validate_json(row["interaction_json"])
+            traces.setdefault(row["criterion_id"], CriterionTrace()).interactions.append(record)
+        return traces
+
+    async def aclose(self) -> None:
+        def close() -> None:
+            with self._lock:
+                self._db.close()
+
+        await asyncio.to_thread(close)
+
+
+def _policy_from_row(row: dict[str, Any]) -> Policy:
+    criteria = (
+        CriteriaSet.model_validate_json(row["criteria_json"]) if row["criteria_json"] else None
+    )
+    return Policy(
+        policy_id=row["policy_id"],
+        version=row["version"],
+        sha256=row["sha256"],
+        title=row["title"],
+        source_format=row["source_format"],
+        source_url=row["source_url"],
+        license=row["license"],
+        created_at=row["created_at"],
+        tree=[TreeNode.model_validate(n) for n in json.loads(row["tree_json"])],
+        criteria=criteria,
+        criteria_count=len(criteria.criteria) if criteria else 0,
+    )
+
+
+def _criterion_row(evaluation_id: str, result: Any) -> dict[str, Any]:
+    return {
+        "evaluation_id": evaluation_id,
+        "criterion_id": result.criterion_id,
+        "status": result.status.value,
+        "confidence": result.confidence,
+        "reason_code": result.reason_code.value if result.reason_code else None,
+        "controller": result.controller,
+        "result_json": result.model_dump_json(),
+    }
+
+
+def _trace_rows(
+    evaluation_id: str, traces: dict[str, CriterionTrace]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    conversations, interactions = [], []
+    for criterion_id, trace in traces.items():
+        if trace.messages:
+            conversations.append(
+                {
+                    "evaluation_id": evaluation_id,
+                    "criterion_id": criterion_id,
+                    "messages_json": json.dumps(
+                        [m.model_dump(mode="json") for m in trace.messages]
+                    ),
+                }
+            )
+        for seq, record in enumerate(trace.interactions):
+            usage = record.reply.usage if record.reply else None
+            interactions.append(
+                {
+                    "evaluation_id": evaluation_id,
+                    "criterion_id": criterion_id,
+                    "seq": seq,
+                    "provider": record.provider,
+                    "model": record.model,
+                    "success": int(record.success),
+                    "error_kind": record.error_kind,
+                    "duration_ms": record.duration_ms,
+                    "input_tokens": usage.input_tokens if usage else 0,
+                    "output_tokens": usage.output_tokens if usage else 0,
+                    "cached_input_tokens": usage.cached_input_tokens if usage else 0,
+                    "interaction_json": record.model_dump_json(),
+                }
+            )
+    return conversations, interactions
