@@ -71,6 +71,18 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="evaluate the bundled example case (make run)")
     demo.set_defaults(run=_demo)
+
+    api_key = commands.add_parser("api-key", help="manage API keys")
+    key_commands = api_key.add_subparsers(dest="key_command", required=True)
+    create_key = key_commands.add_parser("create", help="create a key and print it once")
+    create_key.add_argument("--admin", action="store_true", help="may read every evaluation")
+    create_key.add_argument("--label", help="a note to tell keys apart (not secret)")
+    create_key.set_defaults(run=_create_api_key)
+
+    report = commands.add_parser("shadow-report", help="agreement of shadow runs")
+    report.add_argument("--window-hours", type=float, default=24.0)
+    report.add_argument("--json", action="store_true", help="print the report as JSON")
+    report.set_defaults(run=_shadow_report)
     return parser
 
 
@@ -86,12 +98,16 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
 
     from reasoning_service.api.app import create_app
+    from reasoning_service.logging_setup import configure_logging
 
+    configure_logging(settings.log_level, log_format=settings.log_format)
     uvicorn.run(
         create_app(settings),
         host=args.host or settings.host,
         port=args.port or settings.port,
         log_level=settings.log_level.lower(),
+        log_config=None,  # keep the JSON handler configured above
+        access_log=False,  # RequestIdMiddleware logs one line per request
     )
     return 0
 
@@ -156,3 +172,44 @@ async def _demo(services: Services, args: argparse.Namespace, console: Console) 
         False,
     )
     return await _evaluate(services, args, console)
+
+
+async def _create_api_key(services: Services, args: argparse.Namespace, console: Console) -> int:
+    from reasoning_service.store.keys import create_api_key
+
+    key, plaintext = await create_api_key(
+        services.store,  # type: ignore[arg-type]
+        admin=args.admin,
+        label=args.label,
+    )
+    kind = "admin key" if key.admin else "key"
+    Console(stderr=True).print(
+        f"created {kind} {key.key_id}; it is shown once and only its hash is stored:"
+    )
+    print(plaintext)
+    return 0
+
+
+async def _shadow_report(services: Services, args: argparse.Namespace, console: Console) -> int:
+    from reasoning_service.store.shadow import shadow_report
+
+    report = await shadow_report(
+        services.store,  # type: ignore[arg-type]
+        window_hours=args.window_hours,
+    )
+    if args.json:
+        print(report.model_dump_json(indent=2))
+        return 0
+    rate = report.overall.agreement_rate
+    console.print(
+        f"Shadow agreement {report.since:%Y-%m-%d %H:%M} – {report.until:%Y-%m-%d %H:%M} UTC: "
+        f"{report.overall.agreements}/{report.overall.comparisons}"
+        + (f" ({rate:.1%})" if rate is not None else "")
+        + f"; candidate errors {report.candidate_errors}, control errors {report.control_errors}"
+    )
+    for criterion_id, count in report.per_criterion.items():
+        share = f"{count.agreement_rate:.1%}" if count.agreement_rate is not None else "-"
+        console.print(f"  {criterion_id}: {count.agreements}/{count.comparisons} ({share})")
+    for pair, n in report.per_status_pair.items():
+        console.print(f"  {pair}: {n}")
+    return 0

@@ -12,6 +12,8 @@ The tree follows what the caller can do about it::
     ├── NotFoundError              a policy, criterion or evaluation that does not exist (404)
     ├── InvalidInputError          a request the caller must fix (422)
     ├── PolicyFormatError          a policy document that cannot be indexed (422)
+    ├── AuthError                  Unauthenticated (401: no or unknown API key),
+    │                              Forbidden (403: the key may not do this)
     ├── StoreError                 the database failed; nothing half-written was kept
     └── ConfigError                a bug or a bad deployment: never retried, never a fallback
 """
@@ -101,6 +103,18 @@ class InvalidInputError(ReasoningError):
 
 class PolicyFormatError(ReasoningError):
     """A policy document could not be turned into a tree."""
+
+
+class AuthError(ReasoningError):
+    """The caller may not do this; the message says what to send instead (never the key)."""
+
+
+class Unauthenticated(AuthError):
+    """No API key, a malformed header, or a key that is not (or no longer) known: 401."""
+
+
+class Forbidden(AuthError):
+    """A known key without the right: another key's evaluation, or an admin-only route: 403."""
 
 
 class StoreError(ReasoningError):

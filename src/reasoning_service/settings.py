@@ -49,6 +49,11 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_timeout_s: float = Field(default=60.0, gt=0)
     llm_max_output_tokens: int = Field(default=800, ge=16)
+    tool_calling_mode: Literal["native", "forced", "text"] = "native"
+    """How the model calls tools: `native` function calling, one `forced` function chosen by
+    name (small local models), or the `text` ReAct format (Thought / Action / Action Input)."""
+    tree_search: Literal["llm", "lexical"] = "llm"
+    """`pi_search` by LLM reasoning over the table of contents, or FTS5 bm25 only."""
     llm_fallback: Literal["heuristic", "uncertain"] = "heuristic"
     """What a criterion gets when the LLM fails for good."""
 
@@ -76,6 +81,27 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
     log_level: str = "INFO"
+    log_format: Literal["json", "text"] = "json"
+    """`json`: one object a line with allow-listed fields only (no case content, no secrets)."""
+
+    # --- rollout -------------------------------------------------------------------------------
+    flags_file: Path | None = None
+    """JSON file `{"controller": "ab:20", "candidate_prompt_id": "react-v2"}` re-read whenever
+    its mtime changes: flips routing without a restart. Absent keys fall back to the settings."""
+    candidate_prompt_id: str | None = None
+    """When set, `shadow` and `ab:<percent>` compare two prompt versions of the ReAct controller
+    (`prompt_id` is the control, this the candidate) instead of heuristic against react."""
+    ab_salt: str = "reasoning-ab-v1"
+    """Salt of the case-id hash that assigns A/B arms; change it to reshuffle the arms."""
+    shadow_max_pending: int = Field(default=32, ge=0, le=1024)
+    """Shadow runs in flight at once; beyond it a comparison is skipped (and counted)."""
+
+    # --- auth ----------------------------------------------------------------------------------
+    auth: Literal["on", "off"] = "on"
+    """`on`: every /v1 route needs `Authorization: Bearer <key>` (create one with
+    `reasoning-service api-key create`). `off` disables auth, with a warning at start-up."""
+    metrics_auth: bool = False
+    """Require a key on /metrics as well (/healthz and /readyz stay open)."""
 
     @field_validator("controller")
     @classmethod

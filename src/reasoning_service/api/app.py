@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from reasoning_service import __version__
-from reasoning_service.api.errors import install_error_handlers
-from reasoning_service.api.routes import evaluations, health, policies
+from reasoning_service.api.auth import AUTH_RESPONSES, require_caller
+from reasoning_service.api.errors import ERROR_RESPONSES, install_error_handlers
+from reasoning_service.api.routes import evaluations, health, metrics, policies, shadow
+from reasoning_service.logging_setup import RequestIdMiddleware, configure_logging
 from reasoning_service.services.container import build_services
 from reasoning_service.settings import Settings
 from reasoning_service.store import Store
@@ -21,6 +24,12 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None) 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        configure_logging(settings.log_level, log_format=settings.log_format)
+        if settings.auth == "off":
+            logging.getLogger(__name__).warning(
+                "authentication is OFF (REASONING_AUTH=off): every caller is an admin",
+                extra={"auth": "off"},
+            )
         services = await build_services(settings, store=store)
         app.state.services = services
         try:
@@ -34,7 +43,15 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None) 
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    app.add_middleware(RequestIdMiddleware)
     app.include_router(health.router)
-    app.include_router(policies.router)
-    app.include_router(evaluations.router)
+    app.include_router(metrics.router)
+    # Every /v1 route needs a key (REASONING_AUTH=off lets everyone in); errors are documented.
+    guarded = {
+        "dependencies": [Depends(require_caller)],
+        "responses": {**ERROR_RESPONSES, **AUTH_RESPONSES},
+    }
+    app.include_router(policies.router, **guarded)
+    app.include_router(evaluations.router, **guarded)
+    app.include_router(shadow.router, **guarded)
     return app

@@ -12,10 +12,12 @@ from pydantic import BaseModel
 
 from reasoning_service.errors import (
     ConfigError,
+    Forbidden,
     InvalidInputError,
     NotFoundError,
     PolicyFormatError,
     StoreError,
+    Unauthenticated,
 )
 
 logger = logging.getLogger(__name__)
@@ -29,6 +31,15 @@ class ErrorResponse(BaseModel):
     message: str
     """What is wrong, naming the field when there is one."""
     detail: list[dict[str, Any]] | None = None
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorResponse, "description": "The body is not valid JSON."},
+    404: {"model": ErrorResponse, "description": "No such policy, criterion or evaluation."},
+    422: {"model": ErrorResponse, "description": "The request is invalid; the message says why."},
+    503: {"model": ErrorResponse, "description": "The store is unavailable."},
+}
+"""The error statuses every /v1 route can return, for the OpenAPI document."""
 
 
 def _reply(status: int, error: str, message: str, detail: list[Any] | None = None) -> JSONResponse:
@@ -71,6 +82,16 @@ def install_error_handlers(app: FastAPI) -> None:
         logger.error("configuration error", exc_info=exc)
         return _reply(500, "misconfigured", str(exc))
 
+    async def unauthenticated(_: Request, exc: Exception) -> JSONResponse:
+        response = _reply(401, "unauthenticated", str(exc))
+        response.headers["WWW-Authenticate"] = "Bearer"
+        return response
+
+    async def forbidden(_: Request, exc: Exception) -> JSONResponse:
+        return _reply(403, "forbidden", str(exc))
+
+    app.add_exception_handler(Unauthenticated, unauthenticated)
+    app.add_exception_handler(Forbidden, forbidden)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(NotFoundError, not_found)
     app.add_exception_handler(InvalidInputError, invalid)

@@ -12,15 +12,16 @@ Rules, first match wins::
     connection error                                LLMConnectionError   transient
     429 with `insufficient_quota`                   QuotaExhausted       permanent
     429                                             RateLimited          transient
-    408, 409, 5xx, 529                              ProviderUnavailable  transient
+    408, 409, 499 (client closed), 5xx, 529         ProviderUnavailable  transient
     401, 403                                        AuthFailed           permanent
     402 (billing)                                   QuotaExhausted       permanent
     404                                             ModelNotFound        permanent
     400 and any other 4xx (schema, context length,  BadLLMRequest        permanent
       vLLM tool-parser misconfiguration …)
     no status, SDK marked it retryable              ProviderUnavailable  transient
-    no status, `api_error`/`rate_limit_error` body  ProviderUnavailable  transient
-      (an error event inside a 200 stream)            / RateLimited
+    no status, `api_error`/`server_error`/          ProviderUnavailable  transient
+      `rate_limit_error` body (an error event         / RateLimited
+      inside a 200 stream)
     anything else                                   PermanentLLMError    permanent
 
 Unknown errors are permanent on purpose: retrying what we do not understand only delays the
@@ -116,7 +117,7 @@ def _type_for(facts: ErrorFacts) -> type[LLMError]:
 def _type_for_status(status: int, labels: set[str | None]) -> type[LLMError]:
     if status == 429:
         return QuotaExhausted if labels & _QUOTA_CODES else RateLimited
-    if status in (408, 409, 529) or status >= 500:
+    if status in (408, 409, 499, 529) or status >= 500:
         return ProviderUnavailable
     if status in (401, 403):
         return AuthFailed
@@ -130,7 +131,7 @@ def _type_for_status(status: int, labels: set[str | None]) -> type[LLMError]:
 def _type_without_status(facts: ErrorFacts) -> type[LLMError]:
     if facts.error_type == "rate_limit_error":
         return RateLimited
-    if facts.sdk_says_retryable or facts.error_type == "api_error":
+    if facts.sdk_says_retryable or facts.error_type in ("api_error", "server_error"):
         return ProviderUnavailable
     return PermanentLLMError
 

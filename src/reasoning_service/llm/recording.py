@@ -12,12 +12,13 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 
 from reasoning_service.errors import LLMError
 from reasoning_service.llm.base import LLMClient, current_attempt
 from reasoning_service.models.conversation import LLMInteraction, LLMReply, LLMRequest
 
-__all__ = ["InteractionSink", "RecordingLLMClient"]
+__all__ = ["InteractionSink", "RecordingLLMClient", "interaction_sink", "record_to_current_task"]
 
 InteractionSink = Callable[[LLMInteraction], None] | list[LLMInteraction]
 """Where records go: a callable (e.g. a store writer) or a list to append to."""
@@ -82,3 +83,19 @@ class RecordingLLMClient:
             duration_ms=(self._clock() - started) * 1000,
             started_at=started_at,
         )
+
+
+interaction_sink: ContextVar[list[LLMInteraction] | None] = ContextVar(
+    "interaction_sink", default=None
+)
+"""The interaction list of the criterion being evaluated in this asyncio task.
+
+One LLM client serves many criteria at once; the controller sets this per task so the records of
+a shared `RecordingLLMClient` land in the right criterion's trace."""
+
+
+def record_to_current_task(interaction: LLMInteraction) -> None:
+    """Sink for a shared `RecordingLLMClient`: append to the current task's `interaction_sink`."""
+    target = interaction_sink.get()
+    if target is not None:
+        target.append(interaction)

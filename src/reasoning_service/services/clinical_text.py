@@ -20,6 +20,7 @@ __all__ = [
     "Sentence",
     "Token",
     "abbreviations",
+    "canonical",
     "concept_tokens",
     "is_family_context",
     "is_negated",
@@ -64,6 +65,7 @@ _PHRASES: dict[str, str] = {
     "obstructive sleep apnea": "osa",
     "sleep apnea": "osa",
     "intragastric balloon": "gastric balloon",
+    "gastric balloon": "gastric balloon",
     # care and documentation
     "new patient": "evaluation",
     "history and physical": "evaluation",
@@ -84,6 +86,9 @@ _PHRASES: dict[str, str] = {
     "limited success": "unsuccessful",
     "without success": "unsuccessful",
     "no improvement": "unsuccessful",
+    "co morbidity related to obesity": "comorbidity",
+    "comorbidity related to obesity": "comorbidity",
+    "obesity related co morbidity": "comorbidity",
     "co morbidity": "comorbidity",
     "co morbidities": "comorbidity",
     "obesity related": "comorbidity",
@@ -107,6 +112,7 @@ _PHRASES: dict[str, str] = {
 }
 
 _SYNONYMS: dict[str, tuple[str, ...]] = {
+    "clinical": ("clinic",),
     "evaluation": ("evaluate", "consultation", "consult", "assessment", "visit"),
     "examination": ("exam", "physical"),
     "history": ("hpi", "pmh", "past", "previously", "prior", "previous"),
@@ -130,18 +136,33 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
     "continue": ("continued", "continuation", "subsequent", "renewal", "retreatment"),
     "before": ("prior",),
     "procedure": ("surgery", "operation"),
-    "requested": ("request", "plan", "order"),
-}  # fmt: skip
+}
 
 _NEGATION_BEFORE = frozenset(
-    {"no", "not", "denies", "denied", "deny", "without", "negative", "never", "absent",
-     "absence", "free", "none", "neither", "nor", "non"}
-)  # fmt: skip
+    {
+        "no",
+        "not",
+        "denies",
+        "denied",
+        "deny",
+        "without",
+        "negative",
+        "never",
+        "absent",
+        "absence",
+        "free",
+        "none",
+        "neither",
+        "nor",
+        "non",
+    }
+)
 _NEGATION_AFTER = re.compile(
     r"^[\s,]*(?:was |were |is |has been |have been )?(?:ruled out|resolved|excluded|negative|"
     r"absent|denied|not (?:present|found|seen|documented))\b",
     re.IGNORECASE,
 )
+_NEGATION_LATER = re.compile(r"\b(?:ruled out|resolved|excluded)\b", re.IGNORECASE)
 _CLAUSE_BREAK = re.compile(r"[.;:!?]|\bbut\b|\bhowever\b|\balthough\b|\bexcept\b", re.IGNORECASE)
 _FAMILY = re.compile(
     r"\b(?:family history|father|mother|brother|sister|sibling|maternal|paternal|grandfather|"
@@ -150,35 +171,59 @@ _FAMILY = re.compile(
 )
 
 
-NARROWER: dict[str, frozenset[str]] = {
-    "comorbidity": frozenset({"diabet", "hypertension", "osa", "dyslipidemia", "heart_disease",
-                              "hypoventilation", "hyperlipidemia"}),
-    "sleep_test": frozenset({"psg", "hst"}),
+_NARROWER_WORDS: dict[str, tuple[str, ...]] = {
+    "comorbidity": (
+        "diabetes",
+        "hypertension",
+        "osa",
+        "dyslipidemia",
+        "heart_disease",
+        "hypoventilation",
+        "hyperlipidemia",
+    ),
+    "sleep_test": ("psg", "hst"),
+    "medical": ("supervision", "physician", "medication"),
 }
-"""Broader concept -> the narrower ones that count as a mention of it."""
 
 
 def stem(word: str) -> str:
     """Strip common English suffixes so "ordered", "orders" and "order" meet."""
     word = word.lower().removesuffix("'s")
     for suffix, replacement, minimum in (
-        ("ies", "y", 5), ("ied", "y", 5), ("ing", "", 6), ("ed", "", 5), ("es", "", 6),
+        ("ies", "y", 5),
+        ("ied", "y", 5),
+        ("ing", "", 6),
+        ("ed", "", 5),
+        ("es", "", 6),
         ("s", "", 4),
-    ):  # fmt: skip
+    ):
         if len(word) >= minimum and word.endswith(suffix) and not word.endswith("ss"):
-            return word[: -len(suffix)] + replacement
-    return word
+            word = word[: -len(suffix)] + replacement
+            break
+    return word[:-1] if len(word) > 4 and word.endswith("e") else word
+
+
+def canonical(word: str) -> str:
+    """The concept key of one word (or of a phrase key, which is kept as it is)."""
+    if "_" in word or " " in word:
+        return word
+    stemmed = stem(word)
+    return _SYNONYM_KEY.get(stemmed, stemmed)
 
 
 def _build_synonym_keys() -> dict[str, str]:
     keys: dict[str, str] = {}
-    for canonical, words in _SYNONYMS.items():
+    for key, words in _SYNONYMS.items():
         for word in words:
-            keys.setdefault(stem(word), stem(canonical))
+            keys.setdefault(stem(word), stem(key))
     return keys
 
 
 _SYNONYM_KEY = _build_synonym_keys()
+NARROWER: dict[str, frozenset[str]] = {
+    canonical(key): frozenset(canonical(w) for w in words) for key, words in _NARROWER_WORDS.items()
+}
+"""Broader concept -> the narrower ones that count as a mention of it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +258,9 @@ def concept_tokens(text: str, extra_phrases: dict[str, str] | None = None) -> li
         for phrase, key in table:
             size = len(phrase)
             if tuple(w.key for w in words[index : index + size]) == phrase:
-                tokens.append(Token(stem(key), words[index].start, words[index + size - 1].end))
+                tokens.append(
+                    Token(canonical(key), words[index].start, words[index + size - 1].end)
+                )
                 index += size
                 break
         else:
@@ -297,7 +344,8 @@ def is_negated(text: str, start: int, end: int) -> bool:
     before = [stem(w.group()) for w in _WORD.finditer(text[clause_start:start])]
     if any(word in _NEGATION_BEFORE for word in before):
         return True
-    return bool(_NEGATION_AFTER.match(text[end : end + 40]))
+    clause_end = next((m.start() for m in _CLAUSE_BREAK.finditer(text, end)), len(text))
+    return bool(_NEGATION_LATER.search(text[end:clause_end]) or _NEGATION_AFTER.match(text[end:]))
 
 
 def is_family_context(sentence: Sentence) -> bool:
@@ -308,13 +356,24 @@ def is_family_context(sentence: Sentence) -> bool:
 # --- measurements -------------------------------------------------------------------------
 
 _UNIT_SCALE: dict[str, tuple[str, float]] = {
-    "hour": ("hours", 1.0), "hours": ("hours", 1.0), "hr": ("hours", 1.0), "hrs": ("hours", 1.0),
-    "h": ("hours", 1.0), "minute": ("hours", 1 / 60), "minutes": ("hours", 1 / 60),
-    "min": ("hours", 1 / 60), "mins": ("hours", 1 / 60),
-    "day": ("days", 1.0), "days": ("days", 1.0), "week": ("days", 7.0), "weeks": ("days", 7.0),
-    "month": ("days", 30.4375), "months": ("days", 30.4375), "year": ("days", 365.25),
+    "hour": ("hours", 1.0),
+    "hours": ("hours", 1.0),
+    "hr": ("hours", 1.0),
+    "hrs": ("hours", 1.0),
+    "h": ("hours", 1.0),
+    "minute": ("hours", 1 / 60),
+    "minutes": ("hours", 1 / 60),
+    "min": ("hours", 1 / 60),
+    "mins": ("hours", 1 / 60),
+    "day": ("days", 1.0),
+    "days": ("days", 1.0),
+    "week": ("days", 7.0),
+    "weeks": ("days", 7.0),
+    "month": ("days", 30.4375),
+    "months": ("days", 30.4375),
+    "year": ("days", 365.25),
     "years": ("days", 365.25),
-}  # fmt: skip
+}
 
 
 def to_base_unit(value: float, unit: str | None) -> tuple[float, str | None]:
@@ -344,18 +403,37 @@ _NUMBER = r"(\d+(?:\.\d+)?)"
 _VALUE_AFTER = re.compile(
     r"^\s*(?:\([^)]{0,40}\))?\s*(?:[:=]|\bof\b|\bwas\b|\bis\b|\bat\b)?\s*(?:an?\s+|of\s+)?"
     + _NUMBER
-    + r"\s*(%|events?/h(?:ou)?r|events? per hour|/h(?:ou)?r|kg/m2|kg/m²|hours?|hrs?|h\b|minutes?|min\b)?",
+    + r"\s*(%|events?/h(?:ou)?r|events? per hour|/h(?:ou)?r|kg/m2|kg/m²"
+    + r"|hours?|hrs?|h\b|minutes?|min\b)?",
     re.IGNORECASE,
 )
 _AGE = re.compile(r"\b(\d{1,3})[- ](?:years?|yrs?|y/?o)[- ]old\b|\baged?\s*:?\s*(\d{1,3})\b", re.I)
-_QUALIFIERS = frozenset(
-    {"supine", "rem", "nrem", "residual", "central", "nonsupine", "lateral", "prone", "target",
-     "goal", "titration", "treated", "on", "non", "obstructive"}
-)  # fmt: skip
+_QUALIFIER_WORDS = frozenset(
+    {
+        "supine",
+        "rem",
+        "nrem",
+        "residual",
+        "central",
+        "nonsupine",
+        "lateral",
+        "prone",
+        "target",
+        "goal",
+        "titration",
+        "treated",
+        "on",
+        "non",
+        "obstructive",
+    }
+)
 _QUANTITY_UNITS = {
-    "ahi": {None, "events/hour", "%"}, "bmi": {None, "kg/m2"}, "sleep_time": {"hours"},
-    "lvef": {None, "%"}, "age": {None, "years"},
-}  # fmt: skip
+    "ahi": {None, "events/hour", "%"},
+    "bmi": {None, "kg/m2"},
+    "sleep_time": {"hours"},
+    "lvef": {None, "%"},
+    "age": {None, "years"},
+}
 _HEIGHT = re.compile(
     r"\b(?:height|ht)\.?\s*:?\s*(?:(\d+(?:\.\d+)?)\s*(cm|m|in|inches)\b|(\d)\s*(?:ft|')\s*(\d{1,2}(?:\.\d+)?)\s*(?:in|\")?)",
     re.IGNORECASE,
@@ -378,7 +456,9 @@ def _normal_unit(raw: str | None) -> str | None:
     return to_base_unit(1.0, raw)[1]
 
 
-def read_measurements(sentences: Iterable[Sentence], page_text: str, quantity: str) -> list[Measurement]:
+def read_measurements(
+    sentences: Iterable[Sentence], page_text: str, quantity: str
+) -> list[Measurement]:
     """Every value of `quantity` stated in the sentences (qualified sub-measures such as
     "supine AHI" or "residual AHI" are skipped: they are not the index the criterion means)."""
     found: list[Measurement] = []
@@ -389,13 +469,22 @@ def read_measurements(sentences: Iterable[Sentence], page_text: str, quantity: s
     return found
 
 
+_QUALIFIERS = frozenset(canonical(w) for w in _QUALIFIER_WORDS)
+
+
 def _read_in_sentence(sentence: Sentence, page_text: str, quantity: str) -> list[Measurement]:
     if quantity == "age":
         return [
-            Measurement("age", float(m.group(1) or m.group(2)), "years", sentence,
-                        sentence.start + m.start(), sentence.start + m.end())
+            Measurement(
+                "age",
+                float(m.group(1) or m.group(2)),
+                "years",
+                sentence,
+                sentence.start + m.start(),
+                sentence.start + m.end(),
+            )
             for m in _AGE.finditer(sentence.text)
-        ]  # fmt: skip
+        ]
     found: list[Measurement] = []
     tokens = concept_tokens(sentence.text)
     for index, token in enumerate(tokens):
@@ -414,7 +503,9 @@ def _read_in_sentence(sentence: Sentence, page_text: str, quantity: str) -> list
             continue
         start = sentence.start + token.start
         found.append(
-            Measurement(quantity, value, unit, sentence, start, sentence.start + token.end + match.end())
+            Measurement(
+                quantity, value, unit, sentence, start, sentence.start + token.end + match.end()
+            )
         )
     return found
 
@@ -434,9 +525,16 @@ def _derived_bmi(sentences: list[Sentence], page_text: str) -> list[Measurement]
         first, last = min(height.start(), weight.start()), max(height.end(), weight.end())
         how = f"{kilograms:.1f} kg / ({metres:.3f} m)² = {value:.2f}"
         found.append(
-            Measurement("bmi", value, "kg/m2", sentence, sentence.start + first,
-                        sentence.start + last, derived=how)
-        )  # fmt: skip
+            Measurement(
+                "bmi",
+                value,
+                "kg/m2",
+                sentence,
+                sentence.start + first,
+                sentence.start + last,
+                derived=how,
+            )
+        )
     return found
 
 

@@ -5,10 +5,20 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from reasoning_service.llm.base import LLMClient
+from reasoning_service.llm.factory import build_llm_client
+from reasoning_service.llm.recording import RecordingLLMClient, record_to_current_task
+from reasoning_service.metrics import Metrics
+from reasoning_service.prompts import load_prompt
+from reasoning_service.services.controller import Controller
 from reasoning_service.services.evaluation import EvaluationService
+from reasoning_service.services.flags import FlagSource, RolloutFlags
 from reasoning_service.services.heuristic import HeuristicController
 from reasoning_service.services.policies import PolicyService
+from reasoning_service.services.react_controller import ReActController, ReActLimits
 from reasoning_service.services.routing import Router
+from reasoning_service.services.shadow import ShadowRunner
+from reasoning_service.services.tree_search import LexicalTreeSearch, LLMTreeSearch, TreeSearch
 from reasoning_service.settings import Settings
 from reasoning_service.store import SqliteStore, Store
 from retrieval.service import RetrievalService
@@ -26,14 +36,27 @@ class Services:
     policies: PolicyService
     router: Router
     evaluations: EvaluationService
+    metrics: Metrics | None = None
+    shadow: ShadowRunner | None = None
+    llm: LLMClient | None = None
 
     async def aclose(self) -> None:
+        if self.llm is not None:
+            await self.llm.aclose()
+        if self.shadow is not None:
+            await self.shadow.aclose()
         await self.retrieval.aclose()
         await self.store.aclose()
 
 
-async def build_services(settings: Settings, *, store: Store | None = None) -> Services:
-    """Open the store, rebuild the search index, seed the examples, wire the controllers."""
+async def build_services(
+    settings: Settings, *, store: Store | None = None, llm: LLMClient | None = None
+) -> Services:
+    """Open the store, rebuild the search index, seed the examples, wire the controllers.
+
+    `llm` replaces the client built from settings (tests pass a `ScriptedLLM`); it is wrapped
+    for recording like any other, so traces keep every call.
+    """
     store = store or SqliteStore(settings.db_path)
     retrieval = RetrievalService()
     policies = PolicyService(store, retrieval)
@@ -41,12 +64,26 @@ async def build_services(settings: Settings, *, store: Store | None = None) -> S
     if settings.seed_examples and settings.examples_dir.exists():
         await policies.seed_from_folder(settings.examples_dir)
     heuristic = HeuristicController(retrieval)
-    router = Router(settings.controller, heuristic=heuristic, react=None)
+    llm = _llm_client(settings, llm)
+    react = _react_controller(settings, llm, retrieval, heuristic) if llm is not None else None
+    metrics = Metrics()
+    flags = FlagSource(RolloutFlags(settings.controller), settings.flags_file)
+    router = Router(
+        settings.controller, heuristic=heuristic, react=react, salt=settings.ab_salt, flags=flags
+    )
+    shadow = ShadowRunner(
+        store=store,  # type: ignore[arg-type]  # SqliteStore in practice; Store has no run()
+        metrics=metrics,
+        criterion_concurrency=settings.criterion_concurrency,
+        max_pending=settings.shadow_max_pending,
+    )
     evaluations = EvaluationService(
         store=store,
         policies=policies,
         router=router,
         criterion_concurrency=settings.criterion_concurrency,
+        metrics=metrics,
+        shadow=shadow,
     )
     logger.info("services ready", extra={"policies_indexed": indexed})
     return Services(
@@ -56,4 +93,40 @@ async def build_services(settings: Settings, *, store: Store | None = None) -> S
         policies=policies,
         router=router,
         evaluations=evaluations,
+        metrics=metrics,
+        shadow=shadow,
+        llm=llm,
+    )
+
+
+def _llm_client(settings: Settings, given: LLMClient | None) -> LLMClient | None:
+    """The given client recorded per task, else the configured stack; None without a provider."""
+    if given is not None:
+        return RecordingLLMClient(given, record_to_current_task)
+    return build_llm_client(
+        settings,
+        sink=record_to_current_task,
+        text_react=settings.tool_calling_mode == "text",
+    )
+
+
+def _react_controller(
+    settings: Settings, llm: LLMClient, retrieval: RetrievalService, heuristic: Controller
+) -> ReActController:
+    lexical = LexicalTreeSearch(retrieval)
+    tree_search: TreeSearch = (
+        LLMTreeSearch(llm, lexical) if settings.tree_search == "llm" else lexical
+    )
+    return ReActController(
+        llm=llm,
+        prompt=load_prompt(settings.prompts_dir, settings.prompt_id),
+        retrieval=retrieval,
+        tree_search=tree_search,
+        fallback=heuristic if settings.llm_fallback == "heuristic" else None,
+        limits=ReActLimits(
+            max_iterations=settings.max_iterations,
+            token_budget=settings.token_budget,
+            abstain_below=settings.abstain_below,
+            max_output_tokens=settings.llm_max_output_tokens,
+        ),
     )

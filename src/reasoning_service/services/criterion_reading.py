@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from reasoning_service.services.clinical_text import concept_tokens, stem, to_base_unit
+from reasoning_service.services.clinical_text import canonical, concept_tokens, to_base_unit
 
 __all__ = [
     "Constraint",
@@ -22,23 +22,30 @@ __all__ = [
     "read_criterion",
 ]
 
-_STOP = frozenset(
-    stem(w)
-    for w in """a an the of and or to in on for with by from at as is are was were be been being
-    that this these those it its which who whom whose there their his her he she they any all each
-    has have had must should may can will would than then other such also per only when if either
-    beneficiary patient patients member individual record documented documentation document
-    evidence show shows showing case request requested criterion criteria met one least more less
-    equal greater following listed list e g i applicable not no does do did has type inclusive
-    within past last into under over after during while including include includes use
-    done period
-    """.split()
+
+def _concept_set(words: str) -> frozenset[str]:
+    """Concept keys of whitespace-separated words, so lists stay readable."""
+    return frozenset(canonical(word) for word in words.split())
+
+
+_STOP = _concept_set(
+    """
+    a an the of and or to in on for with by from at as is are was were be been being that
+    this these those it its which who whom whose there their his her he she they any all
+    each has have had must should may can will would than then other such also per only when
+    if either beneficiary patient patients member individual record documented documentation
+    document evidence show shows showing case request requested criterion criteria met one
+    least more less equal greater following listed list e g i applicable not no does did has
+    type inclusive within last into under over after during while including include includes
+    use done period related
+    """
 )
-_LOW_WEIGHT = frozenset(
-    stem(w)
-    for w in """clinical appropriate proper adequate significant current currently diagnosis
-    diagnosed confirmed severe qualifying reported measured different course treat furnish
-    device""".split()
+_LOW_WEIGHT = _concept_set(
+    """
+    clinical appropriate proper adequate significant current currently diagnosis diagnosed
+    confirmed severe qualifying reported measured different course treat furnish device
+    history
+    """
 )
 
 _QUANTITIES = ("ahi", "bmi", "age", "sleep_time", "lvef")
@@ -71,7 +78,8 @@ class Constraint:
         if self.low is not None and (value <= self.low if self.low_strict else value < self.low):
             return False
         return not (
-            self.high is not None and (value >= self.high if self.high_strict else value > self.high)
+            self.high is not None
+            and (value >= self.high if self.high_strict else value > self.high)
         )
 
 
@@ -130,8 +138,18 @@ _LOWER_WORDS = (
     r"greater than|more than|over|above|>"
 )
 _UPPER_WORDS = r"less than or equal to|no more than|at most|≤|<=|less than|fewer than|under|below|<"
-_STRICT = {"greater than", "more than", "over", "above", ">", "less than", "fewer than",
-           "under", "below", "<"}  # fmt: skip
+_STRICT = {
+    "greater than",
+    "more than",
+    "over",
+    "above",
+    ">",
+    "less than",
+    "fewer than",
+    "under",
+    "below",
+    "<",
+}
 _RANGE = re.compile(
     rf"between\s+{_NUM}\s*(?:and|-|to)\s+{_NUM}{_UNIT}(?:\s+\w+){{0,2}}?\s*(inclusive)?|"
     rf"(?:{_LOWER_WORDS})\s+{_NUM}(?:\s+\w+)?\s+and\s+(?:{_UPPER_WORDS})\s+{_NUM}{_UNIT}",
@@ -160,22 +178,27 @@ def read_criterion(text: str, *, policy_text: str = "") -> CriterionReading:
         condition = _read_part(condition_text, phrases, None)
         mention_only = not condition.constraints
         body = body[leading.end() :]
-    elif leading and situation is not None:
-        body = body[leading.end() :]
-    elif leading and re.search(r"considered under", leading.group(2), re.IGNORECASE):
+    elif (leading and situation is not None) or (
+        leading and re.search(r"considered under", leading.group(2), re.IGNORECASE)
+    ):
         body = body[leading.end() :]
     body = _NOT_APPLICABLE_NOTE.sub("", body)
     reading = _read_part(body, phrases, situation)
+    about_request = bool(_REQUEST.search(body))
+    alternatives = reading.alternatives
+    if about_request and not alternatives:
+        listed = [g for g in re.findall(r"\(([^()]*,[^()]*)\)", body)]
+        alternatives = _alternatives(" or ".join(listed), phrases) if listed else []
     return CriterionReading(
         terms=reading.terms,
         concepts=reading.concepts,
-        alternatives=reading.alternatives,
+        alternatives=alternatives,
         constraints=reading.constraints,
         situation=situation,
         condition=condition,
         condition_is_optional_mention=mention_only,
         absence=_is_absence(body),
-        about_request=bool(_REQUEST.search(body)),
+        about_request=about_request,
         uncountable=bool(_UNCOUNTABLE.search(body)) and not reading.constraints,
         extra_phrases=phrases,
     )
@@ -218,9 +241,12 @@ def _read_part(text: str, phrases: dict[str, str], situation: Situation | None) 
     numbers = re.findall(r"\d+(?:\.\d+)?", text)
     terms = list(dict.fromkeys([*concepts, *numbers]))
     return CriterionReading(
-        terms=terms, concepts=concepts, alternatives=alternatives, constraints=constraints,
+        terms=terms,
+        concepts=concepts,
+        alternatives=alternatives,
+        constraints=constraints,
         extra_phrases=phrases,
-    )  # fmt: skip
+    )
 
 
 def _weights(keys: list[str]) -> dict[str, float]:
@@ -250,7 +276,8 @@ def _alternatives(core: str, phrases: dict[str, str]) -> list[list[str]]:
 
 
 _GENERIC_ALTERNATIVE = frozenset(
-    stem(w) for w in "symptom history procedure disease condition device documented".split()
+    canonical(w)
+    for w in ["symptom", "history", "procedure", "disease", "condition", "device", "documented"]
 )
 
 
@@ -298,9 +325,14 @@ def _constraints(text: str) -> list[Constraint]:
 def _with_phrase(constraint: Constraint, phrase: str) -> Constraint:
     unit = "years" if constraint.quantity == "age" else constraint.unit
     return Constraint(
-        constraint.quantity, constraint.low, constraint.high, constraint.low_strict,
-        constraint.high_strict, unit, phrase,
-    )  # fmt: skip
+        constraint.quantity,
+        constraint.low,
+        constraint.high,
+        constraint.low_strict,
+        constraint.high_strict,
+        unit,
+        phrase,
+    )
 
 
 def _unit(raw: str | None) -> str | None:

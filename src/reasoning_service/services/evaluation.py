@@ -10,6 +10,7 @@ import uuid
 
 from reasoning_service import __version__
 from reasoning_service.errors import InvalidInputError
+from reasoning_service.metrics import Metrics
 from reasoning_service.models import (
     CaseBundle,
     Criterion,
@@ -23,6 +24,7 @@ from reasoning_service.services.controller import Controller, CriterionTask
 from reasoning_service.services.policies import PolicyService
 from reasoning_service.services.recommendation import recommend
 from reasoning_service.services.routing import Router
+from reasoning_service.services.shadow import ShadowRunner
 from reasoning_service.store import Store
 
 logger = logging.getLogger(__name__)
@@ -38,11 +40,15 @@ class EvaluationService:
         policies: PolicyService,
         router: Router,
         criterion_concurrency: int = 4,
+        metrics: Metrics | None = None,
+        shadow: ShadowRunner | None = None,
     ) -> None:
         self._store = store
         self._policies = policies
         self._router = router
         self._concurrency = criterion_concurrency
+        self._metrics = metrics
+        self._shadow = shadow
 
     async def evaluate(
         self, request: EvaluationRequest, *, owner: str | None = None
@@ -60,11 +66,23 @@ class EvaluationService:
         )
         traces = {t.criterion.criterion_id: t.trace for t in tasks}
         await self._store.save_evaluation(result, case=request.case, traces=traces, owner=owner)
+        if self._metrics is not None:
+            self._metrics.observe_evaluation(result)
+        if route.shadow is not None and self._shadow is not None:
+            # After the result is final and stored: the shadow can neither change nor delay it.
+            self._shadow.schedule(
+                served=result,
+                case=request.case,
+                policy=policy,
+                criteria=criteria,
+                candidate=route.shadow,
+            )
         logger.info(
             "evaluation stored",
             extra={
                 "evaluation_id": result.evaluation_id,
                 "controller": result.controller,
+                "arm": result.arm,
                 "criteria": len(results),
                 "recommendation": result.recommendation.value,
             },

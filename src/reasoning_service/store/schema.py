@@ -69,12 +69,50 @@ _TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
         },
         ("evaluation_id", "criterion_id", "seq"),
     ),
+    # One row per criterion of a shadow run (store/shadow.py). No case id: only ids and numbers.
+    "shadow_comparisons": (
+        {
+            "comparison_id": str,
+            "evaluation_id": str,
+            "criterion_id": str,
+            "created_at": str,
+            "control_controller": str,
+            "candidate_controller": str,
+            "control_prompt_id": str,
+            "candidate_prompt_id": str,
+            "control_status": str,
+            "candidate_status": str,
+            "agree": int,
+            "confidence_delta": float,
+            "control_latency_ms": float,
+            "candidate_latency_ms": float,
+            "control_tokens": int,
+            "candidate_tokens": int,
+            "control_error": str,
+            "candidate_error": str,
+        },
+        "comparison_id",
+    ),
+    # API keys (store/keys.py): only the sha256 of a key is kept.
+    "api_keys": (
+        {
+            "key_id": str,
+            "key_sha256": str,
+            "admin": int,
+            "label": str,
+            "created_at": str,
+            "revoked_at": str,
+        },
+        "key_id",
+    ),
 }
 
 _INDEXES = [
     ("evaluations", ["created_at"]),
     ("evaluations", ["owner"]),
     ("criterion_results", ["criterion_id"]),
+    ("shadow_comparisons", ["created_at"]),
+    ("api_keys", ["key_sha256"]),
 ]
 
 

@@ -1,7 +1,11 @@
-"""The service runs under uvicorn on 127.0.0.1; tests talk to it with a real HTTP client."""
+"""The service runs under uvicorn on 127.0.0.1; tests talk to it with a real HTTP client.
+
+Auth is on (the default): `client` sends an admin key created in the test database first.
+"""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +14,8 @@ import pytest
 
 from reasoning_service.api.app import create_app
 from reasoning_service.settings import Settings
+from reasoning_service.store import SqliteStore
+from reasoning_service.store.keys import create_api_key
 from reasoning_service.testing.live_server import LiveServer
 
 
@@ -22,10 +28,32 @@ def settings(tmp_path: Path) -> Settings:
     return make_settings(tmp_path / "service.db")
 
 
+def new_key(db_path: Path, *, admin: bool = False) -> str:
+    """Create an API key in the database at `db_path` and return it (as the CLI would)."""
+
+    async def create() -> str:
+        store = SqliteStore(db_path)
+        try:
+            return (await create_api_key(store, admin=admin))[1]
+        finally:
+            await store.aclose()
+
+    return asyncio.run(create())
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
 @pytest.fixture
-def client(settings: Settings) -> Iterator[httpx.Client]:
+def admin_key(settings: Settings) -> str:
+    return new_key(settings.db_path, admin=True)
+
+
+@pytest.fixture
+def client(settings: Settings, admin_key: str) -> Iterator[httpx.Client]:
     with (
         LiveServer(create_app(settings)) as server,
-        httpx.Client(base_url=server.url, timeout=60) as http,
+        httpx.Client(base_url=server.url, timeout=60, headers=bearer(admin_key)) as http,
     ):
         yield http

@@ -40,15 +40,21 @@ def test_evaluation_returns_every_criterion_with_verifiable_citations(client, cp
     assert_citations_verify(result, policy, CaseBundle.model_validate(cpap_case_json))
 
 
-def test_a_returned_evaluation_is_stored_and_survives_a_restart(settings, cpap_case_json):
+def test_a_returned_evaluation_is_stored_and_survives_a_restart(
+    settings, admin_key, cpap_case_json
+):
+    headers = {"Authorization": f"Bearer {admin_key}"}
     with LiveServer(create_app(settings)) as server:
         created = httpx.post(
             f"{server.url}/v1/evaluations",
             json={"case": cpap_case_json, "policy_id": "NCD-240.4"},
+            headers=headers,
             timeout=60,
         ).json()
     with LiveServer(create_app(settings)) as server:
-        fetched = httpx.get(f"{server.url}/v1/evaluations/{created['evaluation_id']}")
+        fetched = httpx.get(
+            f"{server.url}/v1/evaluations/{created['evaluation_id']}", headers=headers
+        )
     assert fetched.status_code == 200
     assert fetched.json() == created
 

@@ -32,11 +32,17 @@ def _no_provider_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-@pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    """An empty scripted server; tests `push` their steps."""
+@pytest.fixture(scope="module")
+def _running_server() -> Iterator[ScriptedServer]:
     with ScriptedServer() as running:
         yield running
+
+
+@pytest.fixture
+def server(_running_server: ScriptedServer) -> ScriptedServer:
+    """A scripted server with an empty script; tests `push` their steps."""
+    _running_server.reset()
+    return _running_server
 
 
 @pytest.fixture

@@ -86,7 +86,9 @@ def test_error_keeps_status_and_retry_after() -> None:
 
 
 def test_vllm_tool_parser_misconfiguration_is_permanent_with_a_hint() -> None:
-    message = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+    message = (
+        '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+    )
     error = classify(facts(status=400, error_type="BadRequestError", message=message))
     assert isinstance(error, BadLLMRequest)
     assert "text ReAct" in str(error)

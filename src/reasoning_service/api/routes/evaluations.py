@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, status
 from pydantic import BaseModel
 
+from reasoning_service.api.auth import CallerDep
 from reasoning_service.api.deps import ServicesDep
 from reasoning_service.errors import NotFoundError
 from reasoning_service.models import EvaluationRequest, EvaluationResult, LLMInteraction, Message
@@ -26,25 +27,31 @@ class TraceResponse(BaseModel):
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=EvaluationResult)
-async def create_evaluation(request: EvaluationRequest, services: ServicesDep) -> EvaluationResult:
+async def create_evaluation(
+    request: EvaluationRequest, services: ServicesDep, caller: CallerDep
+) -> EvaluationResult:
     """Evaluate a case bundle against a stored policy; the result is stored before it returns."""
-    return await services.evaluations.evaluate(request)
+    return await services.evaluations.evaluate(request, owner=caller.key_id)
 
 
 @router.get("/{evaluation_id}", response_model=EvaluationResult)
-async def get_evaluation(evaluation_id: str, services: ServicesDep) -> EvaluationResult:
+async def get_evaluation(
+    evaluation_id: str, services: ServicesDep, caller: CallerDep
+) -> EvaluationResult:
     stored = await services.store.get_evaluation(evaluation_id)
     if stored is None:
         raise NotFoundError(f"evaluation {evaluation_id!r} is not known")
+    caller.check_can_read(stored.owner, f"evaluation {evaluation_id!r}")
     return stored.result
 
 
 @router.get("/{evaluation_id}/trace", response_model=TraceResponse)
-async def get_trace(evaluation_id: str, services: ServicesDep) -> TraceResponse:
+async def get_trace(evaluation_id: str, services: ServicesDep, caller: CallerDep) -> TraceResponse:
     """Per criterion: the messages exchanged with the LLM and every LLM call made."""
     stored = await services.store.get_evaluation(evaluation_id)
     if stored is None:
         raise NotFoundError(f"evaluation {evaluation_id!r} is not known")
+    caller.check_can_read(stored.owner, f"evaluation {evaluation_id!r}")
     traces = await services.store.get_traces(evaluation_id)
     return TraceResponse(
         evaluation_id=evaluation_id,
