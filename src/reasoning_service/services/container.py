@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from reasoning_service.llm.base import LLMClient
 from reasoning_service.llm.factory import build_llm_client
+from reasoning_service.llm.forced_tools import ForcedToolClient
 from reasoning_service.llm.recording import RecordingLLMClient, record_to_current_task
 from reasoning_service.metrics import Metrics
 from reasoning_service.prompts import load_prompt
@@ -102,12 +103,16 @@ async def build_services(
 def _llm_client(settings: Settings, given: LLMClient | None) -> LLMClient | None:
     """The given client recorded per task, else the configured stack; None without a provider."""
     if given is not None:
-        return RecordingLLMClient(given, record_to_current_task)
-    return build_llm_client(
-        settings,
-        sink=record_to_current_task,
-        text_react=settings.tool_calling_mode == "text",
-    )
+        client: LLMClient | None = RecordingLLMClient(given, record_to_current_task)
+    else:
+        client = build_llm_client(
+            settings,
+            sink=record_to_current_task,
+            text_react=settings.tool_calling_mode == "text",
+        )
+    if client is not None and settings.tool_calling_mode == "forced":
+        client = ForcedToolClient(client)
+    return client
 
 
 def _react_controller(

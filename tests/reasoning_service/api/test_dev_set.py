@@ -1,0 +1,63 @@
+"""The shared dev data end to end over HTTP: all five policies with their criteria upload, every
+dev case evaluates against its policy without an error, and every citation verifies.
+
+Skipped when the workspace's `shared/data` folder is not beside the repository."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reasoning_service.models import CaseBundle, EvaluationResult, Policy
+from reasoning_service.services.citations import verify_case_evidence, verify_policy_citation
+
+DATA = Path(__file__).resolve().parents[4] / "shared" / "data"
+pytestmark = pytest.mark.skipif(not DATA.exists(), reason="shared/data is not beside the repo")
+
+
+def upload_all_policies(client) -> None:
+    manifest = json.loads((DATA / "policies" / "manifest.json").read_text())
+    for entry in manifest["policies"]:
+        response = client.post(
+            "/v1/policies",
+            json={
+                "policy_id": entry["policy_id"],
+                "version": entry["version"],
+                "title": entry["title"],
+                "source_format": "markdown",
+                "content": (DATA / "policies" / entry["file"]).read_text(),
+                "source_url": entry["source_url"],
+                "license": entry["license"],
+                "criteria": json.loads(
+                    (DATA / "criteria" / f"{entry['policy_id']}.json").read_text()
+                ),
+            },
+        )
+        assert response.status_code == 201, response.text
+        assert response.json()["sha256"] == entry["sha256"]
+
+
+def test_every_dev_example_evaluates_with_verifiable_citations(client):
+    upload_all_policies(client)
+    examples = [json.loads(line) for line in (DATA / "eval" / "dev.jsonl").read_text().splitlines()]
+    cases = {e["case"]: e["policy_id"] for e in examples}
+    policies = {
+        pid: Policy.model_validate(client.get(f"/v1/policies/{pid}").json())
+        for pid in set(cases.values())
+    }
+    statuses: dict[str, str] = {}
+    for case_path, policy_id in sorted(cases.items()):
+        case_json = json.loads((DATA / "eval" / case_path).resolve().read_text())
+        case = CaseBundle.model_validate(case_json)
+        response = client.post("/v1/evaluations", json={"case": case_json, "policy_id": policy_id})
+        assert response.status_code == 201, response.text
+        result = EvaluationResult.model_validate(response.json())
+        for criterion in result.results:
+            statuses[f"{case.case_id}/{criterion.criterion_id}"] = criterion.status.value
+            for citation in criterion.policy_citations:
+                assert verify_policy_citation(policies[policy_id], citation), citation
+            for evidence in criterion.case_evidence:
+                assert verify_case_evidence(case, evidence), evidence
+    assert {e["example_id"] for e in examples} <= set(statuses)
