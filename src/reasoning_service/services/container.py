@@ -9,7 +9,7 @@ from reasoning_service.llm.base import LLMClient
 from reasoning_service.llm.factory import build_llm_client
 from reasoning_service.llm.forced_tools import ForcedToolClient
 from reasoning_service.llm.recording import RecordingLLMClient, record_to_current_task
-from reasoning_service.metrics import Metrics
+from reasoning_service.metrics import MeteredLLMClient, Metrics
 from reasoning_service.prompts import load_prompt
 from reasoning_service.services.controller import Controller
 from reasoning_service.services.evaluation import EvaluationService
@@ -65,12 +65,24 @@ async def build_services(
     if settings.seed_examples and settings.examples_dir.exists():
         await policies.seed_from_folder(settings.examples_dir)
     heuristic = HeuristicController(retrieval)
-    llm = _llm_client(settings, llm)
-    react = _react_controller(settings, llm, retrieval, heuristic) if llm is not None else None
     metrics = Metrics()
+    llm = _llm_client(settings, llm, metrics)
+    react = _react_controller(settings, llm, retrieval, heuristic) if llm is not None else None
+    candidate = (
+        _react_controller(
+            settings, llm, retrieval, heuristic, prompt_id=settings.candidate_prompt_id
+        )
+        if llm is not None and settings.candidate_prompt_id
+        else None
+    )
     flags = FlagSource(RolloutFlags(settings.controller), settings.flags_file)
     router = Router(
-        settings.controller, heuristic=heuristic, react=react, salt=settings.ab_salt, flags=flags
+        settings.controller,
+        heuristic=heuristic,
+        react=react,
+        salt=settings.ab_salt,
+        candidate=candidate,
+        flags=flags,
     )
     shadow = ShadowRunner(
         store=store,  # type: ignore[arg-type]  # SqliteStore in practice; Store has no run()
@@ -100,8 +112,11 @@ async def build_services(
     )
 
 
-def _llm_client(settings: Settings, given: LLMClient | None) -> LLMClient | None:
-    """The given client recorded per task, else the configured stack; None without a provider."""
+def _llm_client(settings: Settings, given: LLMClient | None, metrics: Metrics) -> LLMClient | None:
+    """The given client recorded per task, else the configured stack; None without a provider.
+
+    Metered outermost (one timing per call, retries included); retries are counted by the
+    retry layer's `on_retry` hook."""
     if given is not None:
         client: LLMClient | None = RecordingLLMClient(given, record_to_current_task)
     else:
@@ -109,14 +124,20 @@ def _llm_client(settings: Settings, given: LLMClient | None) -> LLMClient | None
             settings,
             sink=record_to_current_task,
             text_react=settings.tool_calling_mode == "text",
+            on_retry=metrics.on_retry,
         )
     if client is not None and settings.tool_calling_mode == "forced":
         client = ForcedToolClient(client)
-    return client
+    return MeteredLLMClient(client, metrics) if client is not None else None
 
 
 def _react_controller(
-    settings: Settings, llm: LLMClient, retrieval: RetrievalService, heuristic: Controller
+    settings: Settings,
+    llm: LLMClient,
+    retrieval: RetrievalService,
+    heuristic: Controller,
+    *,
+    prompt_id: str | None = None,
 ) -> ReActController:
     lexical = LexicalTreeSearch(retrieval)
     tree_search: TreeSearch = (
@@ -124,7 +145,7 @@ def _react_controller(
     )
     return ReActController(
         llm=llm,
-        prompt=load_prompt(settings.prompts_dir, settings.prompt_id),
+        prompt=load_prompt(settings.prompts_dir, prompt_id or settings.prompt_id),
         retrieval=retrieval,
         tree_search=tree_search,
         fallback=heuristic if settings.llm_fallback == "heuristic" else None,

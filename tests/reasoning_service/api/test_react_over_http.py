@@ -3,6 +3,7 @@ scripted provider on 127.0.0.1, and the result, its citations and its trace come
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import httpx
@@ -54,15 +55,14 @@ def ahi_node(http: httpx.Client) -> tuple[Policy, str]:
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
-def test_react_evaluation_returns_verified_results_and_a_trace(
-    provider, tmp_path, cpap_case_json
-):
+def test_react_evaluation_returns_verified_results_and_a_trace(provider, tmp_path, cpap_case_json):
     with ScriptedServer() as llm_server:
         base_url = llm_server.base_url if provider == "openai" else llm_server.anthropic_base_url
         settings = react_settings(tmp_path / "db.sqlite", provider, base_url)
-        with LiveServer(create_app(settings)) as service, httpx.Client(
-            base_url=service.url, timeout=60
-        ) as http:
+        with (
+            LiveServer(create_app(settings)) as service,
+            httpx.Client(base_url=service.url, timeout=60) as http,
+        ):
             policy, node_id = ahi_node(http)
             llm_server.push(*script(node_id))
             response = http.post(
@@ -88,7 +88,9 @@ def test_react_evaluation_returns_verified_results_and_a_trace(
     # The trace holds the whole conversation and one interaction per LLM call.
     recorded = trace["criteria"][0]
     assert [m["role"] for m in recorded["messages"]][:3] == ["system", "user", "assistant"]
-    assert len(recorded["interactions"]) == 2 and all(i["success"] for i in recorded["interactions"])
+    assert len(recorded["interactions"]) == 2 and all(
+        i["success"] for i in recorded["interactions"]
+    )
     # On the wire: the tool result answered the call it belongs to.
     second = llm_server.requests[1].messages
     if provider == "openai":
@@ -135,3 +137,43 @@ def test_a_permanent_error_is_not_retried_and_falls_back(tmp_path, cpap_case_jso
         assert len(llm_server.requests) == 1
     result = response.json()["results"][0]
     assert response.status_code == 201 and result["reason_code"] == "llm_fallback"
+
+
+def test_text_react_mode_runs_the_same_loop_without_native_tools(tmp_path, cpap_case_json):
+    from reasoning_service.testing.scripted_llm import text
+
+    with ScriptedServer() as llm_server:
+        settings = react_settings(tmp_path / "db.sqlite", "openai", llm_server.base_url)
+        settings = settings.model_copy(update={"tool_calling_mode": "text"})
+        with (
+            LiveServer(create_app(settings)) as service,
+            httpx.Client(base_url=service.url, timeout=60) as http,
+        ):
+            _, node_id = ahi_node(http)
+            answer = {
+                "status": "met",
+                "confidence": 0.9,
+                "rationale": "AHI 18 is at least 15.",
+                "policy_citations": [{"node_id": node_id, "quote": AHI_POLICY_QUOTE}],
+                "case_evidence": [{"doc_id": "psg-1", "page": 2, "quote": "AHI: 18 events/hour"}],
+            }
+            llm_server.push(
+                text(
+                    'Thought: I need the AHI.\nAction: facts_get\nAction Input: {"field": "sleep_study.ahi"}'
+                ),
+                text(f"Thought: 18 >= 15.\nFinal Answer: {json.dumps(answer)}"),
+            )
+            response = http.post(
+                "/v1/evaluations",
+                json={
+                    "case": cpap_case_json,
+                    "policy_id": "NCD-240.4",
+                    "criterion_ids": ["NCD-240.4/C5"],
+                },
+            )
+        wire = llm_server.requests
+    result = response.json()["results"][0]
+    assert response.status_code == 201 and result["status"] == "met", result
+    assert result["reason_code"] is None
+    assert all("tools" not in r.body for r in wire)
+    assert "Observation:" in wire[1].messages[-1]["content"]
