@@ -9,6 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from reasoning_service.errors import (
     ConfigError,
@@ -40,6 +41,15 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     503: {"model": ErrorResponse, "description": "The store is unavailable."},
 }
 """The error statuses every /v1 route can return, for the OpenAPI document."""
+
+
+_HTTP_ERROR_CODES = {
+    400: "malformed_body",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "body_too_large",
+    415: "unsupported_media_type",
+}
 
 
 def _reply(status: int, error: str, message: str, detail: list[Any] | None = None) -> JSONResponse:
@@ -90,6 +100,15 @@ def install_error_handlers(app: FastAPI) -> None:
     async def forbidden(_: Request, exc: Exception) -> JSONResponse:
         return _reply(403, "forbidden", str(exc))
 
+    async def http_error(_: Request, exc: Exception) -> JSONResponse:
+        # Framework errors (unparsable body, unknown route, wrong method) in the same shape.
+        assert isinstance(exc, StarletteHTTPException)
+        code = _HTTP_ERROR_CODES.get(exc.status_code, "http_error")
+        response = _reply(exc.status_code, code, str(exc.detail))
+        response.headers.update(exc.headers or {})
+        return response
+
+    app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(Unauthenticated, unauthenticated)
     app.add_exception_handler(Forbidden, forbidden)
     app.add_exception_handler(RequestValidationError, _validation_error)

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from reasoning_service.evaluation.metrics import EvalMetrics
 from reasoning_service.models import CriterionResult, CriterionStatus
@@ -39,6 +39,10 @@ class EvalRecord(CriterionResult):
 
 
 class RunCounts(BaseModel):
+    """How the selected examples of a run were covered."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     selected: int
     """Examples in this run after `limit`."""
     evaluated: int
@@ -51,6 +55,8 @@ class RunCounts(BaseModel):
 
 class EvalSummary(BaseModel):
     """What `summary.json` holds."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
 
     run_info: dict[str, Any] = Field(default_factory=dict)
     counts: RunCounts

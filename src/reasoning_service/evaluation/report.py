@@ -97,8 +97,11 @@ def _metric(metrics: EvalMetrics, path: str) -> float:
 
 def _png(draw: Callable[[Figure], None]) -> str:
     """Render a figure-drawing function to a data: URI."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise ImportError("report plots need matplotlib: install reasoning-service[eval]") from exc
 
     figure = Figure(figsize=(5.5, 4.5), dpi=100)
     FigureCanvasAgg(figure)
@@ -158,7 +161,7 @@ def _reliability_png(metrics: EvalMetrics) -> str:
         axes.set_xlabel("confidence")
         axes.set_ylabel("accuracy")
         axes.set_title(f"Reliability (ECE {metrics.ece:.3f})")
-        axes.legend(loc="upper left")
+        axes.legend(loc="best", framealpha=0.9)
 
     return _png(draw)
 

@@ -23,6 +23,9 @@ class CriterionTraceResponse(BaseModel):
 
 class TraceResponse(BaseModel):
     evaluation_id: str
+    controller: str | None = None
+    arm: str | None = None
+    """Rollout arm (`control`, `candidate`) when routing splits."""
     criteria: list[CriterionTraceResponse]
 
 
@@ -55,6 +58,8 @@ async def get_trace(evaluation_id: str, services: ServicesDep, caller: CallerDep
     traces = await services.store.get_traces(evaluation_id)
     return TraceResponse(
         evaluation_id=evaluation_id,
+        controller=stored.result.controller,
+        arm=stored.result.arm,
         criteria=[
             CriterionTraceResponse(
                 criterion_id=r.criterion_id,
