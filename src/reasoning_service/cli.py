@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from reasoning_service.errors import ReasoningError
+from reasoning_service.evaluation.commands import add_eval_commands
 from reasoning_service.models import (
     CaseBundle,
     CriteriaSet,
@@ -68,6 +69,8 @@ def _parser() -> argparse.ArgumentParser:
     index.add_argument("--title")
     index.add_argument("--criteria", type=Path, help="criteria set JSON")
     index.set_defaults(run=_index_policy)
+
+    add_eval_commands(commands)
 
     demo = commands.add_parser("demo", help="evaluate the bundled example case (make run)")
     demo.set_defaults(run=_demo)

@@ -57,6 +57,13 @@ class Settings(BaseSettings):
     llm_fallback: Literal["heuristic", "uncertain"] = "heuristic"
     """What a criterion gets when the LLM fails for good."""
 
+    # --- prompt optimisation (GEPA) ---------------------------------------------------------
+    reflection_provider: Literal["openai", "anthropic", "local"] | None = None
+    """Model that proposes new prompts; the main LLM settings are used when unset."""
+    reflection_model: str | None = None
+    reflection_base_url: str | None = None
+    reflection_api_key: SecretStr | None = None
+
     # --- ReAct loop --------------------------------------------------------------------------
     prompt_id: str = "react-v1"
     """Versioned system prompt under `prompts_dir`."""
@@ -112,3 +119,16 @@ class Settings(BaseSettings):
                 f"REASONING_CONTROLLER={value!r}: expected heuristic, react, shadow or ab:<0-100>"
             )
         return value
+
+    def reflection_settings(self) -> Settings:
+        """These settings with the LLM fields of the reflection model, when one is configured."""
+        if self.reflection_provider is None:
+            return self
+        return self.model_copy(
+            update={
+                "llm_provider": self.reflection_provider,
+                "llm_model": self.reflection_model or self.llm_model,
+                "llm_base_url": self.reflection_base_url,
+                "llm_api_key": self.reflection_api_key,
+            }
+        )

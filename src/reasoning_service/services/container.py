@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from reasoning_service.errors import ConfigError
 from reasoning_service.llm.base import LLMClient
 from reasoning_service.llm.factory import build_llm_client
 from reasoning_service.llm.forced_tools import ForcedToolClient
 from reasoning_service.llm.recording import RecordingLLMClient, record_to_current_task
 from reasoning_service.metrics import MeteredLLMClient, Metrics
-from reasoning_service.prompts import load_prompt
+from reasoning_service.prompts import Prompt, load_prompt
 from reasoning_service.services.controller import Controller
 from reasoning_service.services.evaluation import EvaluationService
 from reasoning_service.services.flags import FlagSource, RolloutFlags
@@ -135,9 +136,8 @@ def _react_controller(
     settings: Settings,
     llm: LLMClient,
     retrieval: RetrievalService,
-    heuristic: Controller,
-    *,
-    prompt_id: str | None = None,
+    fallback: Controller | None,
+    prompt: Prompt | None = None,
 ) -> ReActController:
     lexical = LexicalTreeSearch(retrieval)
     tree_search: TreeSearch = (
@@ -145,14 +145,43 @@ def _react_controller(
     )
     return ReActController(
         llm=llm,
-        prompt=load_prompt(settings.prompts_dir, prompt_id or settings.prompt_id),
+        prompt=prompt or load_prompt(settings.prompts_dir, settings.prompt_id),
         retrieval=retrieval,
         tree_search=tree_search,
-        fallback=heuristic if settings.llm_fallback == "heuristic" else None,
+        fallback=fallback if settings.llm_fallback == "heuristic" else None,
         limits=ReActLimits(
             max_iterations=settings.max_iterations,
             token_budget=settings.token_budget,
             abstain_below=settings.abstain_below,
             max_output_tokens=settings.llm_max_output_tokens,
         ),
+    )
+
+
+def build_controller(
+    services: Services,
+    name: str,
+    *,
+    prompt_id: str | None = None,
+    prompt: Prompt | None = None,
+    fallback: bool = True,
+) -> Controller:
+    """A controller outside the rollout router, for offline runs (eval, bench, optimisation).
+
+    `fallback=False` lets LLM failures show as `uncertain` instead of the heuristic's answer,
+    which is what prompt optimisation must see.
+
+    Raises:
+        ConfigError: `react` was asked for but no LLM is configured.
+    """
+    heuristic = HeuristicController(services.retrieval)
+    if name == "heuristic":
+        return heuristic
+    if services.llm is None:
+        raise ConfigError("the react controller needs an LLM: set REASONING_LLM_PROVIDER")
+    settings = services.settings
+    if prompt_id is not None:
+        settings = settings.model_copy(update={"prompt_id": prompt_id})
+    return _react_controller(
+        settings, services.llm, services.retrieval, heuristic if fallback else None, prompt
     )

@@ -182,6 +182,8 @@ def test_killing_the_llm_server_mid_run_makes_evaluations_fall_back(tmp_path, cp
 
 
 def test_restarting_the_service_mid_run_loses_no_stored_evaluation(tmp_path, cpap_case_json):
+    from concurrent.futures import FIRST_COMPLETED, wait
+
     db = tmp_path / "restart.db"
     key = new_key(db)
     settings = Settings(db_path=db)  # heuristic: the store is what is under test
@@ -190,19 +192,25 @@ def test_restarting_the_service_mid_run_loses_no_stored_evaluation(tmp_path, cpa
     server = LiveServer(create_app(settings)).start()
     port = server.port
     try:
-        for round_number in range(3):
-            batch = cases_from(cpap_case_json, 6, f"r{round_number}")
-            stopper = threading.Timer(0.3, server.stop)  # restart while requests are in flight
-            stopper.start()
-            for response in evaluate_all(server.url, key, batch, workers=6):
-                if isinstance(response, httpx.Response) and response.status_code == 201:
-                    returned[response.json()["evaluation_id"]] = response.json()
-                else:
-                    failed_in_transit += 1
-                    assert not isinstance(response, httpx.Response) or response.status_code < 500
-            stopper.join()
-            server.stop()
-            server = LiveServer(create_app(settings), port=port).start()
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            for round_number in range(3):
+                batch = cases_from(cpap_case_json, 6, f"r{round_number}")
+                futures = [
+                    pool.submit(evaluate_all, server.url, key, [case], workers=1) for case in batch
+                ]
+                # Restart once the first answer is back, while the others are in flight.
+                wait(futures, return_when=FIRST_COMPLETED, timeout=60)
+                server.stop()
+                for future in futures:
+                    (response,) = future.result(timeout=60)
+                    if isinstance(response, httpx.Response) and response.status_code == 201:
+                        returned[response.json()["evaluation_id"]] = response.json()
+                    else:
+                        failed_in_transit += 1
+                        assert not isinstance(response, httpx.Response) or (
+                            response.status_code < 500
+                        )
+                server = LiveServer(create_app(settings), port=port).start()
         with httpx.Client(base_url=server.url, headers=bearer(key), timeout=30) as http:
             for evaluation_id, body in returned.items():
                 fetched = http.get(f"/v1/evaluations/{evaluation_id}")
