@@ -85,3 +85,51 @@ def test_eval_run_without_an_llm_refuses_react(dataset, tmp_path, monkeypatch, c
     )
     assert code == 2
     assert "REASONING_LLM_PROVIDER" in capsys.readouterr().err
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(
+    CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)"
+)
+def test_the_report_renders_in_a_real_browser_with_its_plots_and_no_console_errors(
+    dataset, tmp_path, monkeypatch
+):
+    from playwright.sync_api import sync_playwright
+
+    monkeypatch.setenv("REASONING_DB_PATH", str(tmp_path / "db.sqlite"))
+    out = tmp_path / "run"
+    assert main(["eval", "run", "--dataset", str(dataset), "--out", str(out)]) == 0
+
+    problems: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        page = browser.new_page()
+        page.on(
+            "console", lambda m: problems.append(m.text) if m.type in {"error", "warning"} else None
+        )
+        page.on("pageerror", lambda error: problems.append(str(error)))
+        page.on(
+            "request",
+            lambda r: None if r.url.startswith(("file:", "data:")) else problems.append(r.url),
+        )
+        page.goto((out / "report.html").as_uri())
+        images = page.evaluate("Array.from(document.images).map(i => i.complete && i.naturalWidth)")
+        headings = page.evaluate(
+            "Array.from(document.querySelectorAll('h2')).map(h => h.textContent)"
+        )
+        browser.close()
+    assert problems == []
+    assert len(images) >= 2 and all(width and width > 100 for width in images)
+    assert "Summary" in headings
