@@ -35,11 +35,14 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script."""
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    console = Console()
+    # Pipes (make run, CI logs) default to 80 columns, too narrow for the citation table.
+    console = Console() if sys.stdout.isatty() else Console(width=160)
     try:
         settings = Settings()
         if args.command == "serve":
             return _serve(settings, args)
+        if args.command == "bench":
+            return _bench(args)
         return asyncio.run(_with_services(settings, lambda s: args.run(s, args, console)))
     except (ReasoningError, ValidationError, OSError) as exc:
         Console(stderr=True).print(f"[red]error:[/] {exc}")
@@ -86,6 +89,12 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--window-hours", type=float, default=24.0)
     report.add_argument("--json", action="store_true", help="print the report as JSON")
     report.set_defaults(run=_shadow_report)
+
+    bench = commands.add_parser("bench", help="run the benchmarks (eval/bench/README.md)")
+    bench.add_argument("--quick", action="store_true", help="the short run (under 5 minutes)")
+    bench.add_argument("--smoke", action="store_true", help="the smallest run (tests)")
+    bench.add_argument("--out", type=Path, default=Path("bench-out"), help="output folder")
+    bench.add_argument("--data", type=Path, help="data folder (default: shared/data or examples/)")
     return parser
 
 
@@ -95,6 +104,14 @@ async def _with_services(settings: Settings, action: Callable[[Services], Awaita
         return await action(services)
     finally:
         await services.aclose()
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from reasoning_service.bench import PROFILES, run_bench
+
+    profile = "smoke" if args.smoke else "quick" if args.quick else "full"
+    asyncio.run(run_bench(PROFILES[profile], out_dir=args.out, data_dir=args.data))
+    return 0
 
 
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
@@ -157,7 +174,6 @@ async def _index_policy(services: Services, args: argparse.Namespace, console: C
         f"({sum(1 for _ in walk(policy.tree))} nodes, {policy.criteria_count} criteria)"
     )
     return 0
-
 
 
 async def _demo(services: Services, args: argparse.Namespace, console: Console) -> int:

@@ -61,6 +61,7 @@ ALLOWED_FIELDS = frozenset(
 )
 _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _OUR_HANDLER = "_reasoning_service_handler"
+_BODY_LOGGERS = ("openai", "anthropic", "httpcore", "httpx")
 
 
 class JsonFormatter(logging.Formatter):
@@ -121,6 +122,9 @@ def configure_logging(
     root.setLevel(level.upper())
     # Access lines come from RequestIdMiddleware (route paths, request ids), not from uvicorn.
     logging.getLogger("uvicorn.access").disabled = True
+    # SDKs and HTTP internals log request bodies (case text) at DEBUG: never below INFO here.
+    for name in _BODY_LOGGERS:
+        logging.getLogger(name).setLevel(max(root.level, logging.INFO))
     return handler
 
 

@@ -163,12 +163,13 @@ def _select_nodes(messages: list[dict[str, Any]]) -> LLMReply:
 
 
 def _dspy_fields(messages: list[dict[str, Any]]) -> dict[str, str]:
+    """Every `[[ ## name ## ]]` field of the last user message; the trajectory's own fields
+    (`tool_name_0`, `observation_0` …) come out at the same level."""
     user = str(messages[-1].get("content", "")) if messages else ""
     return {name: value.strip() for name, value in _FIELD.findall(user)}
 
 
-def _dspy_observations(trajectory: str) -> list[tuple[str, str]]:
-    fields = dict(_FIELD.findall(trajectory + "\n"))
+def _dspy_observations(fields: dict[str, str]) -> list[tuple[str, str]]:
     observations = []
     for index in range(50):
         name = fields.get(f"tool_name_{index}")
@@ -180,7 +181,7 @@ def _dspy_observations(trajectory: str) -> list[tuple[str, str]]:
 
 def _dspy_react_step(messages: list[dict[str, Any]]) -> str:
     fields = _dspy_fields(messages)
-    observations = _dspy_observations(fields.get("trajectory", ""))
+    observations = _dspy_observations(fields)
     plan = plan_step(fields.get("criterion", ""), observations)
     name, arguments = (plan.tool, plan.arguments) if plan.tool != "finish" else ("finish", {})
     return (
@@ -193,7 +194,7 @@ def _dspy_react_step(messages: list[dict[str, Any]]) -> str:
 
 def _dspy_extract(messages: list[dict[str, Any]]) -> str:
     fields = _dspy_fields(messages)
-    observations = _dspy_observations(fields.get("trajectory", ""))
+    observations = _dspy_observations(fields)
     observations = [(n, o) for n, o in observations if n in ("pi_search", "facts_get")]
     plan = plan_step(
         fields.get("criterion", ""), [*observations, ("pi_search", ""), ("facts_get", "")]
@@ -208,4 +209,3 @@ def _dspy_extract(messages: list[dict[str, Any]]) -> str:
         f"[[ ## case_evidence ## ]]\n{json.dumps(arguments['case_evidence'])}\n\n"
         "[[ ## completed ## ]]"
     )
-

@@ -31,15 +31,17 @@ from reasoning_service.testing.live_server import free_port
 __all__ = ["run_concurrency"]
 
 
-async def run_concurrency(
-    data: BenchData, *, levels: list[int], delay_s: float
-) -> dict[str, Any]:
+async def run_concurrency(data: BenchData, *, levels: list[int], delay_s: float) -> dict[str, Any]:
     """Run each level in turn against one service process; see the module docstring."""
     examples = data.examples
-    with tempfile.TemporaryDirectory() as tmp, _llm_process(delay_s) as (
-        llm_url,
-        llm_pid,
-    ), _service_process(Path(tmp), llm_url, data.data_dir) as (service_url, pid):
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        _llm_process(delay_s) as (
+            llm_url,
+            llm_pid,
+        ),
+        _service_process(Path(tmp), llm_url, data.data_dir) as (service_url, pid),
+    ):
         async with _Client(service_url) as client:
             await _evaluate(client, examples[0])  # warm-up: imports, connections, first write
             idle = rss_mb(pid)
@@ -85,8 +87,12 @@ async def _level(
     service_cpu_s = _cpu_s(pid) - cpu_before[0]
     llm_cpu_s = _cpu_s(llm_pid) - cpu_before[1]
     client_cpu_s = time.process_time() - cpu_before[2]
-    latencies = [latency for latency, _, ok in outcomes if ok]
-    calls = [n for _, n, ok in outcomes if ok]
+    latencies = [latency for latency, _, error in outcomes if error is None]
+    calls = [n for _, n, error in outcomes if error is None]
+    errors: dict[str, int] = {}
+    for _, _, error in outcomes:
+        if error is not None:
+            errors[error] = errors.get(error, 0) + 1
     iterations = max(calls) if calls else 0
     ideal_s = iterations * delay_s
     memory = rss_mb(pid)
@@ -94,6 +100,7 @@ async def _level(
         "concurrency": level,
         "ok": len(latencies),
         "errors": level - len(latencies),
+        "error_kinds": errors,
         "llm_calls_per_evaluation": round(sum(calls) / len(calls), 2) if calls else 0,
         "wall_s": round(wall_s, 3),
         "throughput_per_s": round(len(latencies) / wall_s, 2),
@@ -152,7 +159,8 @@ class _Client:
             await self._httpx.aclose()
 
 
-async def _evaluate(client: _Client, example: Any) -> tuple[float, int, bool]:
+async def _evaluate(client: _Client, example: Any) -> tuple[float, int, str | None]:
+    """(latency, LLM calls, None) for a stored evaluation, else the error's kind last."""
     body = {
         "case": example.case.model_dump(mode="json", exclude_none=True),
         "policy_id": example.policy_id,
@@ -161,12 +169,15 @@ async def _evaluate(client: _Client, example: Any) -> tuple[float, int, bool]:
     started = time.perf_counter()
     try:
         status, answer = await client.post_json("/v1/evaluations", body)
-    except Exception:  # a refused or reset connection is a failed evaluation, counted as such
-        return time.perf_counter() - started, 0, False
+    except Exception as exc:  # a refused or reset connection is a failed evaluation, counted
+        return time.perf_counter() - started, 0, type(exc).__name__
     latency = time.perf_counter() - started
     if status != 201:
-        return latency, 0, False
-    return latency, int(answer["results"][0]["usage"]["llm_calls"]), True
+        return latency, 0, f"HTTP {status}"
+    result = answer["results"][0]
+    if result.get("reason_code") in ("llm_fallback", "llm_transient_error"):
+        return latency, 0, f"result {result['reason_code']}"
+    return latency, int(result["usage"]["llm_calls"]), None
 
 
 def _cpu_s(pid: int) -> float:
@@ -217,19 +228,23 @@ def _service_process(tmp: Path, llm_url: str, data_dir: Path) -> Iterator[tuple[
 
 @contextmanager
 def _process(command: list[str], env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
-    log = tempfile.TemporaryFile()  # a pipe could fill up and stall the process
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log)
-    process.log = log  # type: ignore[attr-defined]
-    try:
-        yield process
-    finally:
-        log.close()
-        process.terminate()
+    # stderr goes to a file: a pipe nobody reads could fill up and stall the process
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log)
+        process.log = log  # type: ignore[attr-defined]
         try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+            yield process
+        finally:
+            _stop(process)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _wait_until_up(

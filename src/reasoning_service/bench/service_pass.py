@@ -2,9 +2,9 @@
 
 One pass evaluates each example's criterion through the real stack — `EvaluationService`
 (routing, storage), the ReAct loop, `ToolExecutor`, the OpenAI adapter and the retry and
-recording layers — against the scripted OpenAI API (`ScriptedAPI` + `PolicyAgent`) on loopback, answering at once.
-It is served by `LiveServer` rather than `ScriptedServer`: the latter's pre-bound socket adds
-~40 ms to every round trip on this machine, which would drown what is measured here.
+recording layers — against the scripted OpenAI API (`ScriptedAPI` + `PolicyAgent`) on
+loopback, answering at once. It is served by `LiveServer` rather than `ScriptedServer`: the
+latter adds ~40 ms to every round trip on this machine, which would drown what is measured.
 A timer sits right around the OpenAI SDK call, so everything outside it is the service's own
 cost: tool execution, validation, cache, conversation, trace recording, storage.
 
@@ -214,8 +214,9 @@ def _tokens_section(
         },
         "cached_share_of_input": round(cached / input_tokens, 3) if input_tokens else 0.0,
         "wire_accounting_total": wire,
-        "reason_codes": _count(str(r.reason_code.value) if r.reason_code else "none"
-                               for _, r in results),
+        "reason_codes": _count(
+            str(r.reason_code.value) if r.reason_code else "none" for _, r in results
+        ),
     }
     section["accuracy"] = _accuracy(results) if labeled else "skipped: no labeled set"
     return section

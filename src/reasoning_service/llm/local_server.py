@@ -30,13 +30,14 @@ import contextlib
 import importlib.util
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
@@ -100,6 +101,30 @@ def usable_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
+
+
+def _parent_death_signal() -> Callable[[], None] | None:
+    """Linux only: a ``preexec_fn`` making the kernel SIGKILL the child if we die.
+
+    ``atexit`` does not run when this process is killed by a signal, and the child is in
+    its own session, so without this a SIGTERM/SIGKILL to the service would leave an
+    orphan server holding a port and the model's memory (observed while measuring).
+    The libc function is resolved here, before fork, so the child only makes one call.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+
+    def set_pdeathsig() -> None:
+        prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+
+    return set_pdeathsig
 
 
 def _free_port(host: str) -> int:
@@ -319,6 +344,9 @@ class LocalLlamaServer:
             stderr=subprocess.STDOUT,
             env={**os.environ, **self.env} if self.env is not None else None,
             start_new_session=True,  # a Ctrl-C in the terminal reaches us, not the child
+            # Called from the event-loop thread (the kernel ties PDEATHSIG to the forking
+            # thread, so never spawn from a short-lived worker thread).
+            preexec_fn=_parent_death_signal(),
         )
         self._started_at = time.monotonic()
         _LIVE.add(self)

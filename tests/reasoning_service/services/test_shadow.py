@@ -71,7 +71,7 @@ def _served(result) -> str:
 
 async def test_shadow_never_changes_or_delays_the_served_response(services, cpap_case):
     request = EvaluationRequest(case=cpap_case, policy_id=POLICY)
-    slow = FakeCandidate("not_met", delay_s=3.0)
+    slow = FakeCandidate("not_met", delay_s=30.0)
     runner = ShadowRunner(store=services.store, metrics=Metrics())
     with_shadow = _service(services, "shadow", slow, shadow=runner)
     without_shadow = _service(services, "shadow", FakeCandidate(), shadow=None)
@@ -81,7 +81,7 @@ async def test_shadow_never_changes_or_delays_the_served_response(services, cpap
     elapsed = time.perf_counter() - started
     plain = await without_shadow.evaluate(request)
 
-    assert elapsed < 1.5, "the response waited for the 3 s shadow"
+    assert elapsed < 10, "the response waited for the 30 s shadow"
     assert runner.pending == 1 and slow.calls >= 1
     assert _served(shadowed) == _served(plain)
     assert shadowed.controller == "heuristic" and shadowed.arm == "control"

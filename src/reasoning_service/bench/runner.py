@@ -1,0 +1,112 @@
+"""`reasoning-service bench`: run every benchmark, write `bench-results.json` and `.md`.
+
+Profiles (`BenchConfig`): `full` (the documented run), `quick` (under 5 minutes on 2 cores) and
+`smoke` (the test's smallest configuration). Nothing here asserts a time: every number is
+reported next to a baseline measured in the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from reasoning_service.bench.concurrency import run_concurrency
+from reasoning_service.bench.data import BenchData, load_bench_data
+from reasoning_service.bench.dspy_compare import run_dspy_compare, service_side_row
+from reasoning_service.bench.heuristic_latency import run_heuristic_latency
+from reasoning_service.bench.report import render_markdown
+from reasoning_service.bench.retrieval_scale import run_retrieval_scale
+from reasoning_service.bench.service_pass import run_service_pass
+from reasoning_service.bench.stats import machine_info
+from reasoning_service.prompts import load_prompt
+from reasoning_service.settings import Settings
+
+__all__ = ["PROFILES", "BenchConfig", "run_bench"]
+
+RESULTS_JSON = "bench-results.json"
+RESULTS_MD = "bench-results.md"
+SECTIONS = (
+    "overhead_per_iteration",
+    "heuristic_latency",
+    "concurrency",
+    "tokens_per_criterion",
+    "retrieval_at_scale",
+    "dspy_react_comparison",
+)
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    profile: str
+    examples: int | None
+    """Dev examples for the LLM items (1, 4, 6) and the heuristic; None means all."""
+    concurrency_levels: tuple[int, ...]
+    llm_delay_s: float
+    retrieval_sizes: tuple[int, ...]
+    retrieval_queries: int
+
+
+PROFILES = {
+    "full": BenchConfig("full", None, (1, 10, 100, 500), 1.0, (1, 100, 1000), 300),
+    "quick": BenchConfig("quick", 30, (1, 10, 100), 0.5, (1, 100), 100),
+    "smoke": BenchConfig("smoke", 3, (1,), 0.05, (1,), 5),
+}
+
+
+async def run_bench(
+    config: BenchConfig, *, out_dir: Path, data_dir: Path | None = None, log: Any = print
+) -> dict[str, Any]:
+    """Run the six benchmarks in order and write the JSON and Markdown results."""
+    started = time.perf_counter()
+    data = load_bench_data(data_dir)
+    examples = data.examples[: config.examples] if config.examples else data.examples
+    results: dict[str, Any] = {
+        "machine": machine_info(),
+        "config": asdict(config),
+        "data": {**data.describe(), "examples_used": len(examples)},
+        "notes": _notes(data),
+    }
+    log(f"[1/6 + 4] service pass over {len(examples)} criteria (scripted LLM, no delay)")
+    service = await run_service_pass(data, examples)
+    results["overhead_per_iteration"] = service.overhead
+    results["tokens_per_criterion"] = service.tokens
+    log("[2/6] heuristic controller latency")
+    results["heuristic_latency"] = await run_heuristic_latency(data, examples)
+    log(f"[3/6] concurrency {list(config.concurrency_levels)} at {config.llm_delay_s} s")
+    results["concurrency"] = await run_concurrency(
+        data, levels=list(config.concurrency_levels), delay_s=config.llm_delay_s
+    )
+    log(f"[5/6] retrieval at scale {list(config.retrieval_sizes)}")
+    results["retrieval_at_scale"] = await run_retrieval_scale(
+        data, sizes=list(config.retrieval_sizes), queries=config.retrieval_queries
+    )
+    log("[6/6] dspy.ReAct side by side")
+    criterion_results = [r for _, r in service.results]
+    service_row = service_side_row(service.tokens, examples, criterion_results, data.labeled)
+    settings = Settings()
+    prompt = load_prompt(settings.prompts_dir, settings.prompt_id)
+    results["dspy_react_comparison"] = await run_dspy_compare(data, examples, prompt, service_row)
+    results["elapsed_s"] = round(time.perf_counter() - started, 1)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / RESULTS_JSON).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    (out_dir / RESULTS_MD).write_text(render_markdown(results), encoding="utf-8")
+    log(f"wrote {out_dir / RESULTS_JSON} and {out_dir / RESULTS_MD} in {results['elapsed_s']} s")
+    return results
+
+
+def _notes(data: BenchData) -> list[str]:
+    notes = [
+        "The scripted LLM is deterministic and policy-aware (bench/agent.py); its accuracy "
+        "measures the trivial status rule, not a model.",
+        "pi_search uses the lexical (FTS5) search in items 1, 3, 4 and 6, so the only LLM "
+        "calls are the agent's own.",
+    ]
+    if not data.labeled:
+        notes.append(
+            f"No labeled set under {data.data_dir} (eval/dev.jsonl): the example case(s) are "
+            "evaluated unlabeled and every accuracy is skipped."
+        )
+    return notes
