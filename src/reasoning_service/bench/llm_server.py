@@ -17,9 +17,9 @@ from reasoning_service.testing.scripted_server import ScriptedAPI
 
 
 def delayed_app(app: ASGIApp, delay_s: float) -> ASGIApp:
-    """`app`, answering each HTTP request `delay_s` later (a plain sleep, before the body is
-    read). `ScriptedAPI(latency_s=…)` sleeps in 50 ms slices polling for a hang-up, which costs
-    too much with hundreds of requests in flight (300 at once took 12 s instead of 0.5 s)."""
+    """`app`, answering each HTTP request `delay_s` later: one plain sleep before the body is
+    read, instead of `ScriptedAPI(latency_s=…)`'s 50 ms slices that poll for a hang-up (cheap,
+    but hundreds of pollers in flight are work the LLM's stand-in should not do)."""
 
     async def delayed(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and delay_s > 0:
