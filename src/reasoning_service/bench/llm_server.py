@@ -12,7 +12,7 @@ import asyncio
 import uvicorn
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from reasoning_service.bench.agent import PolicyAgent
+from reasoning_service.testing.scripted_agent import PolicyAgent
 from reasoning_service.testing.scripted_server import ScriptedAPI
 
 

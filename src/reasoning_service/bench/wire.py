@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from reasoning_service.bench.agent import PolicyAgent
+from reasoning_service.testing.scripted_agent import PolicyAgent
 from reasoning_service.models import LLMReply
 
 __all__ = ["GPT_4O_MINI_USD_PER_MTOK", "RecordingAgent", "WireUsage", "cost_usd"]

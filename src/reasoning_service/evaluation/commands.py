@@ -10,6 +10,7 @@ import argparse
 import random
 from pathlib import Path
 
+from pydantic import SecretStr
 from rich.console import Console
 
 from reasoning_service.errors import InvalidInputError
@@ -22,10 +23,15 @@ from reasoning_service.evaluation.datasets import (
 )
 from reasoning_service.evaluation.report import compare_runs, render_comparison
 from reasoning_service.evaluation.runner import run_eval
+from reasoning_service.llm.base import LLMClient
 from reasoning_service.llm.factory import build_llm_client
+from reasoning_service.llm.recording import record_to_current_task
 from reasoning_service.models import CaseBundle, CriterionResult, Policy
 from reasoning_service.services.container import Services, build_controller
 from reasoning_service.services.controller import CriterionTask
+from reasoning_service.testing.live_server import LiveServer
+from reasoning_service.testing.scripted_agent import PolicyAgent
+from reasoning_service.testing.scripted_server import ScriptedAPI
 
 
 def add_eval_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -37,6 +43,13 @@ def add_eval_commands(commands: argparse._SubParsersAction) -> None:  # type: ig
     _add_data_arguments(run)
     run.add_argument("--controller", choices=["heuristic", "react"], default="heuristic")
     run.add_argument("--prompt", help="prompt id for the react controller")
+    run.add_argument(
+        "--llm",
+        choices=["configured", "scripted"],
+        default="configured",
+        help="react's model: the configured provider, or the deterministic scripted agent "
+        "served on 127.0.0.1 (offline runs of the whole LLM path)",
+    )
     run.add_argument("--limit", type=int)
     run.add_argument("--concurrency", type=int, default=4)
     run.add_argument("--out", type=Path, required=True, help="run folder (resumable)")
@@ -92,8 +105,32 @@ async def load_examples(
 
 
 async def _run(services: Services, args: argparse.Namespace, console: Console) -> int:
+    if args.llm == "scripted" and args.controller == "react":
+        with LiveServer(ScriptedAPI(responder=PolicyAgent()).app) as server:
+            scripted = services.settings.model_copy(
+                update={
+                    "llm_provider": "openai",
+                    "llm_model": "scripted-agent",
+                    "llm_base_url": f"{server.url}/v1",
+                    "llm_api_key": SecretStr("scripted"),
+                }
+            )
+            llm = build_llm_client(scripted, sink=record_to_current_task)
+            try:
+                return await _run_with(services, args, console, llm)
+            finally:
+                if llm is not None:
+                    await llm.aclose()
+    return await _run_with(services, args, console, None)
+
+
+async def _run_with(
+    services: Services, args: argparse.Namespace, console: Console, llm: LLMClient | None
+) -> int:
     examples, policies = await load_examples(services, args)
-    controller = build_controller(services, args.controller, prompt_id=args.prompt)
+    controller = build_controller(services, args.controller, prompt_id=args.prompt, llm=llm)
+    react_llm = (llm or services.llm) if args.controller == "react" else None
+    model = react_llm.model if react_llm else None
 
     async def evaluate(case: CaseBundle, policy: Policy, criterion_id: str) -> CriterionResult:
         criterion = policy.criteria.criterion(criterion_id) if policy.criteria else None
@@ -112,7 +149,7 @@ async def _run(services: Services, args: argparse.Namespace, console: Console) -
         run_info={
             "controller": args.controller,
             "prompt_id": getattr(controller, "prompt_id", None),
-            "model": services.llm.model if services.llm and args.controller == "react" else None,
+            "model": model,
             "dataset": str(args.dataset or args.trialgpt),
         },
     )

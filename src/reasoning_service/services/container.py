@@ -165,11 +165,12 @@ def build_controller(
     prompt_id: str | None = None,
     prompt: Prompt | None = None,
     fallback: bool = True,
+    llm: LLMClient | None = None,
 ) -> Controller:
     """A controller outside the rollout router, for offline runs (eval, bench, optimisation).
 
     `fallback=False` lets LLM failures show as `uncertain` instead of the heuristic's answer,
-    which is what prompt optimisation must see.
+    which is what prompt optimisation must see; `llm` replaces the configured client.
 
     Raises:
         ConfigError: `react` was asked for but no LLM is configured.
@@ -177,11 +178,12 @@ def build_controller(
     heuristic = HeuristicController(services.retrieval)
     if name == "heuristic":
         return heuristic
-    if services.llm is None:
+    llm = llm or services.llm
+    if llm is None:
         raise ConfigError("the react controller needs an LLM: set REASONING_LLM_PROVIDER")
     settings = services.settings
     if prompt_id is not None:
         settings = settings.model_copy(update={"prompt_id": prompt_id})
     return _react_controller(
-        settings, services.llm, services.retrieval, heuristic if fallback else None, prompt
+        settings, llm, services.retrieval, heuristic if fallback else None, prompt
     )
