@@ -122,10 +122,19 @@ def configure_logging(
     root.setLevel(level.upper())
     # Access lines come from RequestIdMiddleware (route paths, request ids), not from uvicorn.
     logging.getLogger("uvicorn.access").disabled = True
-    # SDKs and HTTP internals log request bodies (case text) at DEBUG: never below INFO here.
-    for name in _BODY_LOGGERS:
-        logging.getLogger(name).setLevel(max(root.level, logging.INFO))
+    quiet_body_loggers()
     return handler
+
+
+def quiet_body_loggers() -> None:
+    """Keep the SDKs' and HTTP internals' loggers at INFO or above.
+
+    They log request bodies (case text: PHI) at DEBUG. Called by `configure_logging` and by
+    every LLM client factory, so no way of embedding a client can leak a prompt into a log.
+    """
+    for name in _BODY_LOGGERS:
+        logger = logging.getLogger(name)
+        logger.setLevel(max(logger.level, logging.INFO))
 
 
 class RequestIdMiddleware:

@@ -30,6 +30,7 @@ from anthropic.types import Usage as WireUsage
 
 from reasoning_service.errors import ConfigError
 from reasoning_service.llm.classify import ErrorFacts, classify, parse_retry_after
+from reasoning_service.logging_setup import quiet_body_loggers
 from reasoning_service.models.conversation import (
     LLMReply,
     LLMRequest,
@@ -112,6 +113,7 @@ def build_anthropic_client(settings: Settings) -> AnthropicClient:
     Raises:
         ConfigError: no key and no base URL (a proxy or a test server may need none).
     """
+    quiet_body_loggers()
     if settings.llm_api_key is not None:
         api_key = settings.llm_api_key.get_secret_value()
     elif settings.llm_base_url is not None:
@@ -123,6 +125,7 @@ def build_anthropic_client(settings: Settings) -> AnthropicClient:
         base_url=settings.llm_base_url,
         timeout=settings.llm_timeout_s,
         max_retries=0,
+        http_client=anthropic.DefaultAioHttpClient(),  # see build_openai_client
     )
     return AnthropicClient(sdk, model=settings.llm_model)
 
