@@ -10,7 +10,7 @@
 # and in a user-level cache (survives a fresh clone), and install from there.
 #
 # Idempotent: a second run finds the runtime installed and the model verified and exits
-# in about a second.
+# in ~4 s (most of it importing llama_cpp to check it loads).
 #
 # Usage: scripts/setup_local.sh [--force] [--runtime-only | --models-only] [MODEL ...]
 #   MODEL   qwen2.5-coder-0.5b (default) | qwen2.5-coder-1.5b | --all  (see assemble_model.py)

@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import ValidationError
 from rich.console import Console
 
-from reasoning_service.errors import ReasoningError
+from reasoning_service.errors import NotFoundError, ReasoningError
 from reasoning_service.evaluation.commands import add_eval_commands
 from reasoning_service.models import (
     CaseBundle,
@@ -29,6 +29,7 @@ from retrieval.tree import walk
 
 _DEMO_CASE = "cpap-example-001.json"
 _DEMO_POLICY = "NCD-240.4"
+_DEMO_LOCAL_CRITERIA = ("NCD-240.4/C1", "NCD-240.4/C5")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
             return _serve(settings, args)
         if args.command == "bench":
             return _bench(args)
+        if args.command == "demo":
+            settings = _demo_settings(settings)
         return asyncio.run(_with_services(settings, lambda s: args.run(s, args, console)))
     except (ReasoningError, ValidationError, OSError) as exc:
         Console(stderr=True).print(f"[red]error:[/] {exc}")
@@ -74,6 +77,10 @@ def _parser() -> argparse.ArgumentParser:
     index.set_defaults(run=_index_policy)
 
     add_eval_commands(commands)
+
+    trace = commands.add_parser("trace", help="print the reasoning trace of a stored evaluation")
+    trace.add_argument("evaluation_id")
+    trace.set_defaults(run=_trace)
 
     demo = commands.add_parser("demo", help="evaluate the bundled example case (make run)")
     demo.set_defaults(run=_demo)
@@ -176,21 +183,67 @@ async def _index_policy(services: Services, args: argparse.Namespace, console: C
     return 0
 
 
+def _demo_settings(settings: Settings) -> Settings:
+    """The local model's ReAct loop when it is installed and no provider is set; else as is."""
+    from reasoning_service.llm.local_server import find_model, is_runtime_installed
+
+    if settings.llm_provider is not None:
+        return settings
+    if not is_runtime_installed() or find_model(settings.models_dir, settings.local_model) is None:
+        return settings
+    return settings.model_copy(
+        update={"llm_provider": "local", "controller": "react", "tree_search": "lexical"}
+    )
+
+
 async def _demo(services: Services, args: argparse.Namespace, console: Console) -> int:
-    case_path = services.settings.examples_dir / "cases" / _DEMO_CASE
+    settings = services.settings
+    case_path = settings.examples_dir / "cases" / _DEMO_CASE
+    local = settings.llm_provider == "local"
+    if local:
+        how = (
+            f"the ReAct loop on the local model {settings.local_model} (llama.cpp, offline); "
+            f"two criteria, to keep a small CPU model's run short. "
+            "REASONING_LLM_PROVIDER=openai|anthropic uses a hosted model"
+        )
+    elif services.router.mode == "heuristic":
+        how = (
+            "the heuristic controller (no LLM). `make setup-local` installs a local model "
+            "that `make run` then uses; REASONING_LLM_PROVIDER=openai|anthropic with "
+            "REASONING_CONTROLLER=react uses a hosted one"
+        )
+    else:
+        how = f"controller {services.router.mode} with {settings.llm_provider}"
+    console.print(f"Evaluating {case_path.name} against {_DEMO_POLICY} with {how}.")
+    args.case, args.policy, args.policy_version, args.json = case_path, _DEMO_POLICY, None, False
+    args.criteria = list(_DEMO_LOCAL_CRITERIA) if local else None
+    code = await _evaluate(services, args, console)
     console.print(
-        f"Evaluating {case_path} against {_DEMO_POLICY} (controller: "
-        f"{services.router.mode}; set REASONING_CONTROLLER / REASONING_LLM_PROVIDER "
-        "to switch)"
+        f"Stored in {settings.db_path}. Reasoning trace: "
+        "`reasoning-service trace <evaluation id>` (or GET /v1/evaluations/<id>/trace)."
     )
-    args.case, args.policy, args.policy_version, args.criteria, args.json = (
-        case_path,
-        _DEMO_POLICY,
-        None,
-        None,
-        False,
-    )
-    return await _evaluate(services, args, console)
+    return code
+
+
+async def _trace(services: Services, args: argparse.Namespace, console: Console) -> int:
+    stored = await services.store.get_evaluation(args.evaluation_id)
+    if stored is None:
+        raise NotFoundError(f"evaluation {args.evaluation_id!r} is not known")
+    traces = await services.store.get_traces(args.evaluation_id)
+    for result in stored.result.results:
+        console.rule(f"{result.criterion_id}: {result.status.value} ({result.controller})")
+        for step in result.reasoning_trace:
+            tool = f" {step.tool}" if step.tool else ""
+            arguments = f" {json.dumps(step.arguments)}" if step.arguments else ""
+            console.print(f"[{step.index}] {step.kind.value}{tool}{arguments} {step.content}"[:400])
+        trace = traces.get(result.criterion_id)
+        if trace is not None and trace.interactions:
+            calls = trace.interactions
+            console.print(
+                f"{len(calls)} LLM calls, {sum(c.duration_ms for c in calls) / 1000:.1f} s, "
+                f"{sum(1 for c in calls if not c.success)} failed"
+            )
+    return 0
 
 
 async def _create_api_key(services: Services, args: argparse.Namespace, console: Console) -> int:

@@ -127,14 +127,14 @@ def configure_logging(
 
 
 def quiet_body_loggers() -> None:
-    """Keep the SDKs' and HTTP internals' loggers at INFO or above.
+    """Keep the SDKs' and HTTP internals' loggers at WARNING or above.
 
     They log request bodies (case text: PHI) at DEBUG. Called by `configure_logging` and by
     every LLM client factory, so no way of embedding a client can leak a prompt into a log.
     """
     for name in _BODY_LOGGERS:
         logger = logging.getLogger(name)
-        logger.setLevel(max(logger.level, logging.INFO))
+        logger.setLevel(max(logger.level, logging.WARNING))
 
 
 class RequestIdMiddleware:

@@ -49,9 +49,16 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_timeout_s: float = Field(default=60.0, gt=0)
     llm_max_output_tokens: int = Field(default=800, ge=16)
-    tool_calling_mode: Literal["native", "forced", "text"] = "native"
+    tool_calling_mode: Literal["native", "forced", "text"] | None = None
     """How the model calls tools: `native` function calling, one `forced` function chosen by
-    name (small local models), or the `text` ReAct format (Thought / Action / Action Input)."""
+    name (small local models), or the `text` ReAct format (Thought / Action / Action Input).
+    Unset: `forced` for the `local` provider, `native` for the others."""
+    local_model: str = "qwen2.5-coder-0.5b"
+    """Packaged GGUF model the `local` provider serves (see docs/local-llm.md)."""
+    models_dir: Path = _REPO_ROOT / "models"
+    """Where `make setup-local` assembles the model files."""
+    local_threads: int | None = Field(default=None, ge=1)
+    """llama.cpp threads; all usable cores when unset."""
     tree_search: Literal["llm", "lexical"] = "llm"
     """`pi_search` by LLM reasoning over the table of contents, or FTS5 bm25 only."""
     llm_fallback: Literal["heuristic", "uncertain"] = "heuristic"
@@ -132,3 +139,10 @@ class Settings(BaseSettings):
                 "llm_api_key": self.reflection_api_key,
             }
         )
+
+    @property
+    def effective_tool_calling_mode(self) -> Literal["native", "forced", "text"]:
+        """The configured mode, or the one that measured best for the provider."""
+        if self.tool_calling_mode is not None:
+            return self.tool_calling_mode
+        return "forced" if self.llm_provider == "local" else "native"

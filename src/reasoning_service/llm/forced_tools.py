@@ -41,9 +41,10 @@ def act_spec(tools: tuple[ToolSpec, ...]) -> ToolSpec:
         parameters={
             "type": "object",
             "properties": {
-                "thought": {"type": "string", "maxLength": 400},
+                "thought": {"type": "string"},
                 "tool": {"type": "string", "enum": [t.name for t in tools]},
-                "args": {"type": "object"},
+                # One of the real tools' schemas, so the runtime's grammar keeps args valid.
+                "args": {"anyOf": [t.parameters for t in tools]},
             },
             "required": ["thought", "tool", "args"],
         },

@@ -9,6 +9,7 @@ from reasoning_service.errors import ConfigError
 from reasoning_service.llm.base import LLMClient
 from reasoning_service.llm.factory import build_llm_client
 from reasoning_service.llm.forced_tools import ForcedToolClient
+from reasoning_service.llm.local_server import LocalLlamaServer, find_model, is_runtime_installed
 from reasoning_service.llm.recording import RecordingLLMClient, record_to_current_task
 from reasoning_service.metrics import MeteredLLMClient, Metrics
 from reasoning_service.prompts import Prompt, load_prompt
@@ -41,10 +42,14 @@ class Services:
     metrics: Metrics | None = None
     shadow: ShadowRunner | None = None
     llm: LLMClient | None = None
+    local_server: LocalLlamaServer | None = None
+    """The llama.cpp server this process started for the `local` provider."""
 
     async def aclose(self) -> None:
         if self.llm is not None:
             await self.llm.aclose()
+        if self.local_server is not None:
+            await self.local_server.aclose()
         if self.shadow is not None:
             await self.shadow.aclose()
         await self.retrieval.aclose()
@@ -67,11 +72,19 @@ async def build_services(
         await policies.seed_from_folder(settings.examples_dir)
     heuristic = HeuristicController(retrieval)
     metrics = Metrics()
+    local_server = None
+    if settings.llm_provider == "local" and settings.llm_base_url is None and llm is None:
+        local_server = await start_local_server(settings)
+        settings = settings.model_copy(update=_local_defaults(settings, local_server))
     llm = _llm_client(settings, llm, metrics)
     react = _react_controller(settings, llm, retrieval, heuristic) if llm is not None else None
     candidate = (
         _react_controller(
-            settings, llm, retrieval, heuristic, prompt_id=settings.candidate_prompt_id
+            settings,
+            llm,
+            retrieval,
+            heuristic,
+            load_prompt(settings.prompts_dir, settings.candidate_prompt_id),
         )
         if llm is not None and settings.candidate_prompt_id
         else None
@@ -110,6 +123,7 @@ async def build_services(
         metrics=metrics,
         shadow=shadow,
         llm=llm,
+        local_server=local_server,
     )
 
 
@@ -124,10 +138,10 @@ def _llm_client(settings: Settings, given: LLMClient | None, metrics: Metrics) -
         client = build_llm_client(
             settings,
             sink=record_to_current_task,
-            text_react=settings.tool_calling_mode == "text",
+            text_react=settings.effective_tool_calling_mode == "text",
             on_retry=metrics.on_retry,
         )
-    if client is not None and settings.tool_calling_mode == "forced":
+    if client is not None and settings.effective_tool_calling_mode == "forced":
         client = ForcedToolClient(client)
     return MeteredLLMClient(client, metrics) if client is not None else None
 
@@ -187,3 +201,36 @@ def build_controller(
     return _react_controller(
         settings, llm, services.retrieval, heuristic if fallback else None, prompt
     )
+
+
+async def start_local_server(settings: Settings) -> LocalLlamaServer:
+    """Start and supervise llama.cpp on 127.0.0.1 for `REASONING_LLM_PROVIDER=local`.
+
+    Raises:
+        ConfigError: the runtime or the model is not installed (`make setup-local`).
+    """
+    model = find_model(settings.models_dir, settings.local_model)
+    if not is_runtime_installed() or model is None:
+        raise ConfigError(
+            f"REASONING_LLM_PROVIDER=local needs the llama.cpp runtime and {settings.local_model} "
+            f"in {settings.models_dir}: run `make setup-local`, or set REASONING_LLM_BASE_URL "
+            "to a server you run"
+        )
+    server = LocalLlamaServer(
+        model, n_threads=settings.local_threads, model_alias=settings.local_model
+    )
+    return await server.start()
+
+
+def _local_defaults(settings: Settings, server: LocalLlamaServer) -> dict[str, object]:
+    """Point the OpenAI adapter at the local server. A CPU model answers one request at a time
+    and slowly, so unless configured otherwise: one criterion at a time and a long timeout."""
+    updates: dict[str, object] = {
+        "llm_base_url": server.base_url,
+        "llm_model": settings.local_model,
+    }
+    if "llm_timeout_s" not in settings.model_fields_set:
+        updates["llm_timeout_s"] = 300.0
+    if "criterion_concurrency" not in settings.model_fields_set:
+        updates["criterion_concurrency"] = 1
+    return updates

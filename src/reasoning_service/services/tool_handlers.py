@@ -41,18 +41,20 @@ TOOL_DESCRIPTIONS: dict[str, str] = {
     "from tool results.",
 }
 
+# No `maxLength`: grammar-constrained runtimes (llama.cpp) expand it into one rule per character
+# and fail on long limits. Long arguments are cut in code instead (`_MAX_ARGUMENT_CHARS`).
 _PARAMETERS: dict[str, dict[str, Any]] = {
     "pi_search": {
         "type": "object",
-        "properties": {"query": {"type": "string", "minLength": 2, "maxLength": 300}},
+        "properties": {"query": {"type": "string", "minLength": 2}},
         "required": ["query"],
         "additionalProperties": False,
     },
     "facts_get": {
         "type": "object",
         "properties": {
-            "field": {"type": "string", "maxLength": 100},
-            "pattern": {"type": "string", "maxLength": 100},
+            "field": {"type": "string", "minLength": 1},
+            "pattern": {"type": "string", "minLength": 1},
         },
         "anyOf": [{"required": ["field"]}, {"required": ["pattern"]}],
         "additionalProperties": False,
@@ -61,7 +63,7 @@ _PARAMETERS: dict[str, dict[str, Any]] = {
         "type": "object",
         "properties": {
             "node_id": {"type": "string", "pattern": r"^\d{4}$"},
-            "query": {"type": "string", "minLength": 2, "maxLength": 300},
+            "query": {"type": "string", "minLength": 2},
         },
         "required": ["node_id", "query"],
         "additionalProperties": False,
@@ -71,7 +73,7 @@ _PARAMETERS: dict[str, dict[str, Any]] = {
         "properties": {
             "status": {"type": "string", "enum": _STATUSES},
             "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-            "rationale": {"type": "string", "minLength": 1, "maxLength": 2000},
+            "rationale": {"type": "string", "minLength": 1},
             "policy_citations": {
                 "type": "array",
                 "maxItems": 5,
@@ -149,7 +151,14 @@ def parse_arguments(call: ToolCall) -> dict[str, Any] | str:
         )
         schema = json.dumps(_PARAMETERS[call.name]["properties"])
         return f"Invalid arguments for {call.name}: {problems}. Expected properties: {schema}"
-    return arguments
+    return {key: _cut(value) for key, value in arguments.items()}
+
+
+_MAX_ARGUMENT_CHARS = 2000
+
+
+def _cut(value: Any) -> Any:
+    return value[:_MAX_ARGUMENT_CHARS] if isinstance(value, str) else value
 
 
 class ToolExecutor:
