@@ -56,7 +56,6 @@ _PARAMETERS: dict[str, dict[str, Any]] = {
             "field": {"type": "string", "minLength": 1},
             "pattern": {"type": "string", "minLength": 1},
         },
-        "anyOf": [{"required": ["field"]}, {"required": ["pattern"]}],
         "additionalProperties": False,
     },
     "spans_tighten": {
@@ -145,6 +144,9 @@ def parse_arguments(call: ToolCall) -> dict[str, Any] | str:
     if not isinstance(arguments, dict):
         return f"Arguments of {call.name} must be a JSON object."
     errors = sorted(_VALIDATORS[call.name].iter_errors(arguments), key=lambda e: list(e.path))
+    if call.name == "facts_get" and not (arguments.get("field") or arguments.get("pattern")):
+        # Not in the schema: grammar-constrained runtimes reject `anyOf` of `required` lists.
+        return "facts_get needs `field` (a fact name such as 'sleep_study.ahi') or `pattern`."
     if errors:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e.path) or 'arguments'}: {e.message}" for e in errors[:3]

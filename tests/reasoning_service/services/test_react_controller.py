@@ -134,8 +134,9 @@ async def test_parallel_tool_calls_are_answered_in_order(cpap_case, cpap_policy,
         (tool_call("facts_get", '{"field": "ahi"'), "not valid JSON"),
         (tool_call("facts_get", {"field": 7}), "field"),
         (tool_call("spans_tighten", {"node_id": "12", "query": "AHI"}), "node_id"),
+        (tool_call("facts_get", {}), "needs `field`"),
     ],
-    ids=["unknown-tool", "invalid-json", "schema-violation", "bad-node-id"],
+    ids=["unknown-tool", "invalid-json", "schema-violation", "bad-node-id", "nothing-to-get"],
 )
 async def test_a_bad_call_gets_an_error_result_that_says_how_to_fix_it(
     bad_call, hint, cpap_case, cpap_policy, retrieval
