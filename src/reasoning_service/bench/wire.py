@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from reasoning_service.testing.scripted_agent import PolicyAgent
 from reasoning_service.models import LLMReply
+from reasoning_service.testing.scripted_agent import PolicyAgent
 
 __all__ = ["GPT_4O_MINI_USD_PER_MTOK", "RecordingAgent", "WireUsage", "cost_usd"]
 

@@ -159,7 +159,8 @@ def test_text_react_mode_runs_the_same_loop_without_native_tools(tmp_path, cpap_
             }
             llm_server.push(
                 text(
-                    'Thought: I need the AHI.\nAction: facts_get\nAction Input: {"field": "sleep_study.ahi"}'
+                    "Thought: I need the AHI.\nAction: facts_get\n"
+                    'Action Input: {"field": "sleep_study.ahi"}'
                 ),
                 text(f"Thought: 18 >= 15.\nFinal Answer: {json.dumps(answer)}"),
             )

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from reasoning_service.bench import PROFILES, SECTIONS, run_bench
-from reasoning_service.testing.scripted_agent import PolicyAgent, plan_step
 from reasoning_service.cli import main
+from reasoning_service.testing.scripted_agent import PolicyAgent, plan_step
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
