@@ -554,3 +554,61 @@ def _weight_kg(match: re.Match[str]) -> float:
 def months_between(earlier: dt.date, later: dt.date) -> float:
     """Elapsed months, as days over the mean month length."""
     return (later - earlier).days / 30.4375
+
+
+# --- durations and time windows ---------------------------------------------------------------
+
+_DURATION = re.compile(
+    r"\b(?:for|x|×|lasting|over|of|past|last)\s+(?:the\s+)?(?:(?:past|last)\s+)?"
+    r"(\d+(?:\.\d+)?)\s*(days?|weeks?|wks?|months?|mos?|years?|yrs?)\b(?![- ]old)",
+    re.IGNORECASE,
+)
+_SHORT_UNITS = {"wk": "week", "wks": "weeks", "mo": "month", "mos": "months", "yr": "year"}
+_ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+
+
+def read_durations(sentences: Iterable[Sentence]) -> list[Measurement]:
+    """How long something lasted ("for 5 months", "x 14 weeks"), in days."""
+    found: list[Measurement] = []
+    for sentence in sentences:
+        for match in _DURATION.finditer(sentence.text):
+            unit = match.group(2).lower()
+            days, _ = to_base_unit(float(match.group(1)), _SHORT_UNITS.get(unit, unit))
+            start, end = sentence.start + match.start(1), sentence.start + match.end(2)
+            found.append(Measurement("duration", days, "days", sentence, start, end))
+    return found
+
+
+def read_recency(
+    sentences: Iterable[Sentence], as_of: dt.date, document_dates: dict[str, dt.date | None]
+) -> list[Measurement]:
+    """How many days before `as_of` something happened: a date in the sentence, else the date
+    of the document that reports it. Dates after `as_of` are ignored."""
+    found: list[Measurement] = []
+    for sentence in sentences:
+        dated = False
+        for match in _ISO_DATE.finditer(sentence.text):
+            try:
+                when = dt.date(*(int(part) for part in match.groups()))
+            except ValueError:
+                continue
+            if when <= as_of:
+                dated = True
+                start, end = sentence.start + match.start(), sentence.start + match.end()
+                days = float((as_of - when).days)
+                found.append(Measurement("recency", days, "days", sentence, start, end))
+        document_date = document_dates.get(sentence.doc_id)
+        if not dated and document_date is not None and document_date <= as_of:
+            days = float((as_of - document_date).days)
+            found.append(
+                Measurement(
+                    "recency",
+                    days,
+                    "days",
+                    sentence,
+                    sentence.start,
+                    sentence.end,
+                    derived=f"reported in a document dated {document_date.isoformat()}",
+                )
+            )
+    return found

@@ -10,7 +10,7 @@ the heuristic cannot compute. Only wording patterns are used, never policy or ca
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from reasoning_service.services.clinical_text import canonical, concept_tokens, to_base_unit
@@ -72,6 +72,8 @@ class Constraint:
     unit: str | None = None
     phrase: str = ""
     """The criterion words that state it, for the rationale."""
+    subject: tuple[str, ...] = ()
+    """Durations and time windows: concept keys of what lasts or happened ("back_pain")."""
 
     def holds(self, value: float) -> bool:
         """Exact comparison: BMI 34.86 is below 35; 15.0 meets ≥ 15."""
@@ -155,6 +157,15 @@ _RANGE = re.compile(
     rf"(?:{_LOWER_WORDS})\s+{_NUM}(?:\s+\w+)?\s+and\s+(?:{_UPPER_WORDS})\s+{_NUM}{_UNIT}",
     re.IGNORECASE,
 )
+_WITHIN = re.compile(
+    rf"\bwithin\s+(?:the\s+)?(?:(?:past|last|prior|previous|preceding)\s+)?{_NUM}\s*"
+    r"(days?|weeks?|months?|years?)\b",
+    re.IGNORECASE,
+)
+DURATION = "duration"
+"""How long something has lasted, in days ("lasting 12 weeks or longer")."""
+RECENCY = "recency"
+"""How long ago something happened, in days, counted back from the case's as-of date."""
 _COMPARE_BEFORE = re.compile(rf"({_LOWER_WORDS}|{_UPPER_WORDS})\s+{_NUM}{_UNIT}", re.IGNORECASE)
 _COMPARE_AFTER = re.compile(
     rf"{_NUM}{_UNIT}\s+(?:or|and)\s+(more|older|greater|longer|higher|above|less|fewer|younger|"
@@ -289,16 +300,17 @@ def _constraints(text: str) -> list[Constraint]:
         unit = match.group(3) or match.group(7)
         quantity = _quantity_near(text, match.start(), match.end(), unit)
         if quantity and len(numbers) == 2:
-            low, high = float(numbers[0]), float(numbers[1])
+            low, high = (_in_base(float(n), unit, quantity) for n in numbers)
             found.append(Constraint(quantity, low, high, unit=_unit(unit), phrase=match.group()))
             consumed.append(match.span())
     for match in _COMPARE_BEFORE.finditer(text):
         if any(s <= match.start() < e for s, e in consumed):
             continue
-        word, number, unit = match.group(1).lower(), float(match.group(2)), match.group(3)
+        word, unit = match.group(1).lower(), match.group(3)
         quantity = _quantity_near(text, match.start(), match.end(), unit)
         if quantity is None:
             continue
+        number = _in_base(float(match.group(2)), unit, quantity)
         strict = word in _STRICT
         if re.match(_LOWER_WORDS, word, re.IGNORECASE) and not word.startswith(("less", "no more")):
             constraint = Constraint(quantity, low=number, low_strict=strict, unit=_unit(unit))
@@ -306,10 +318,11 @@ def _constraints(text: str) -> list[Constraint]:
             constraint = Constraint(quantity, high=number, high_strict=strict, unit=_unit(unit))
         found.append(_with_phrase(constraint, match.group()))
     for match in _COMPARE_AFTER.finditer(text):
-        number, unit, word = float(match.group(1)), match.group(2), match.group(3).lower()
+        unit, word = match.group(2), match.group(3).lower()
         quantity = _quantity_near(text, match.start(), match.end(), unit)
         if quantity is None:
             continue
+        number = _in_base(float(match.group(1)), unit, quantity)
         upward = word in {"more", "older", "greater", "longer", "higher", "above"}
         constraint = (
             Constraint(quantity, low=number, unit=_unit(unit))
@@ -317,9 +330,26 @@ def _constraints(text: str) -> list[Constraint]:
             else Constraint(quantity, high=number, unit=_unit(unit))
         )
         found.append(_with_phrase(constraint, match.group()))
+    for match in _WITHIN.finditer(text):
+        days = to_base_unit(float(match.group(1)), match.group(2))[0]
+        found = [c for c in found if not (c.quantity == DURATION and c.phrase in match.group())]
+        found.append(Constraint(RECENCY, high=days, unit="days", phrase=match.group()))
     if not found and re.search(r"\badult\b", text, re.IGNORECASE):
         found.append(Constraint("age", low=_ADULT_AGE, unit="years", phrase="adult (18 or older)"))
-    return found
+    return [_with_subject(c, text) if c.quantity in {DURATION, RECENCY} else c for c in found]
+
+
+def _with_subject(constraint: Constraint, text: str) -> Constraint:
+    """What the duration or window is about: the criterion's concepts outside the phrase."""
+    rest = text.replace(constraint.phrase, " ")
+    keys = tuple(dict.fromkeys(t.key for t in concept_tokens(rest) if t.key not in _STOP))
+    return replace(constraint, subject=keys)
+
+
+def _in_base(value: float, unit: str | None, quantity: str) -> float:
+    """Durations in days and sleep times in hours, so "12 weeks" compares with "3 months"."""
+    scaled = quantity in {DURATION, "sleep_time"} and unit is not None
+    return to_base_unit(value, unit)[0] if scaled else value
 
 
 def _with_phrase(constraint: Constraint, phrase: str) -> Constraint:
@@ -355,7 +385,7 @@ def _quantity_near(text: str, start: int, end: int, unit: str | None) -> str | N
     if unit_key == "hours":
         return "sleep_time"
     if unit_key == "days":
-        return None
+        return DURATION
     if unit_key == "kg/m2":
         return "bmi"
     if unit_key == "events/hour":

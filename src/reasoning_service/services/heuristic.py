@@ -48,11 +48,15 @@ from reasoning_service.services.clinical_text import (
     concept_tokens,
     is_family_context,
     is_negated,
+    read_durations,
     read_measurements,
+    read_recency,
     split_sentences,
 )
 from reasoning_service.services.controller import CriterionTask
 from reasoning_service.services.criterion_reading import (
+    DURATION,
+    RECENCY,
     Constraint,
     CriterionReading,
     Situation,
@@ -460,7 +464,11 @@ def _judge_constraints(constraints: list[Constraint], case: _CaseView) -> _Verdi
 
 
 def _judge_constraint(constraint: Constraint, case: _CaseView) -> _Verdict:
-    values = _measurements(constraint.quantity, case)
+    values = (
+        _timed_measurements(constraint, case)
+        if constraint.quantity in {DURATION, RECENCY}
+        else _measurements(constraint.quantity, case)
+    )
     name = (
         constraint.quantity.replace("_", " ").upper()
         if len(constraint.quantity) <= 4
@@ -502,8 +510,27 @@ def _judge_constraint(constraint: Constraint, case: _CaseView) -> _Verdict:
     )
 
 
+def _timed_measurements(constraint: Constraint, case: _CaseView) -> list[Measurement]:
+    """Durations or time windows, only from sentences that affirm what the constraint is about:
+    "follow up in 2 weeks" must not answer "back pain lasting 12 weeks"."""
+    subject = set(constraint.subject)
+    sentences = [
+        mention.sentence
+        for mention in case.mentions
+        if not is_family_context(mention.sentence) and subject & mention.affirmed
+    ]
+    if constraint.quantity == DURATION:
+        return read_durations(sentences)
+    dates = {d.doc_id: d.date for d in case.case.documents}
+    return read_recency(sentences, case.case.reference_date, dates)
+
+
 def _describe(measurement: Measurement) -> str:
     where = f"{measurement.sentence.doc_id} p{measurement.sentence.page}"
+    if measurement.quantity in {DURATION, RECENCY}:
+        how = f", {measurement.derived}" if measurement.derived else ""
+        ago = " ago" if measurement.quantity == RECENCY else ""
+        return f"{measurement.value:g} days{ago} ({where}{how})"
     value = f"{measurement.value:g}"
     if measurement.derived:
         return f"{measurement.value:.2f} computed as {measurement.derived} ({where})"
