@@ -41,8 +41,9 @@ TOOL_DESCRIPTIONS: dict[str, str] = {
     "from tool results.",
 }
 
-# No `maxLength`: grammar-constrained runtimes (llama.cpp) expand it into one rule per character
-# and fail on long limits. Long arguments are cut in code instead (`_MAX_ARGUMENT_CHARS`).
+# No `maxLength` and no `pattern`: grammar-constrained runtimes (llama.cpp) expand a length into
+# one rule per character and crash on some regexes. Long arguments are cut in code instead
+# (`_MAX_ARGUMENT_CHARS`) and node ids are checked against the tree.
 _PARAMETERS: dict[str, dict[str, Any]] = {
     "pi_search": {
         "type": "object",
@@ -61,7 +62,7 @@ _PARAMETERS: dict[str, dict[str, Any]] = {
     "spans_tighten": {
         "type": "object",
         "properties": {
-            "node_id": {"type": "string", "pattern": r"^\d{4}$"},
+            "node_id": {"type": "string", "minLength": 1},
             "query": {"type": "string", "minLength": 2},
         },
         "required": ["node_id", "query"],
