@@ -46,12 +46,13 @@ class Services:
     """The llama.cpp server this process started for the `local` provider."""
 
     async def aclose(self) -> None:
+        """Stop in dependency order: shadow runs use the LLM, the LLM uses the local server."""
+        if self.shadow is not None:
+            await self.shadow.aclose()
         if self.llm is not None:
             await self.llm.aclose()
         if self.local_server is not None:
             await self.local_server.aclose()
-        if self.shadow is not None:
-            await self.shadow.aclose()
         await self.retrieval.aclose()
         await self.store.aclose()
 
