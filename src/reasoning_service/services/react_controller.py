@@ -63,6 +63,8 @@ CONTINUATION_PROMPT = (
 LIMIT_PROMPT = "{reason} reached. Call finish now with the evidence you already have."
 _OBSERVATION_CHARS = 500
 _CITATION_PENALTY = 0.7
+_DECISIVE = frozenset({CriterionStatus.MET, CriterionStatus.NOT_MET})
+"""Statuses that claim the case shows something: they stand only on verified case evidence."""
 
 
 @dataclass(frozen=True)
@@ -255,8 +257,11 @@ class ReActController:
             return FinishRejected(arguments)
         policy_citations, case_evidence, problems = verify_citations(task, arguments)
         status = CriterionStatus(arguments["status"])
-        if status is CriterionStatus.MET and not case_evidence and not problems:
-            problems.append("status met needs at least one case_evidence quote that shows it")
+        decisive = status in _DECISIVE
+        if decisive and not case_evidence and not problems:
+            problems.append(
+                f"status {status.value} needs at least one case_evidence quote that shows it"
+            )
         if problems and not final and not state.citations_retried:
             state.citations_retried = True
             return FinishRejected(
@@ -270,7 +275,7 @@ class ReActController:
         if problems:
             reason = ReasonCode.INVALID_CITATION
             confidence *= _CITATION_PENALTY
-            if status is CriterionStatus.MET and not case_evidence:
+            if decisive and not case_evidence:
                 status = CriterionStatus.UNCERTAIN
         if confidence < self._limits.abstain_below and status is not CriterionStatus.UNCERTAIN:
             status = CriterionStatus.UNCERTAIN

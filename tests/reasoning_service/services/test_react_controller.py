@@ -244,9 +244,13 @@ async def test_a_corrected_citation_is_accepted(cpap_case, cpap_policy, retrieva
     assert result.status is CriterionStatus.MET and result.reason_code is None
 
 
-async def test_met_without_case_evidence_never_stands(cpap_case, cpap_policy, retrieval):
-    llm = ScriptedLLM([good_finish(cpap_policy, case_evidence=[])] * 2)
+@pytest.mark.parametrize("status", ["met", "not_met"])
+async def test_a_decision_without_case_evidence_never_stands(
+    status, cpap_case, cpap_policy, retrieval
+):
+    llm = ScriptedLLM([good_finish(cpap_policy, status=status, case_evidence=[])] * 2)
     result = await make(llm, retrieval).evaluate(task(cpap_case, cpap_policy))
+    assert "needs at least one case_evidence" in llm.calls[1].request.messages[-1].content
     assert result.status is CriterionStatus.UNCERTAIN
     assert result.reason_code is ReasonCode.INVALID_CITATION
 
