@@ -47,7 +47,7 @@ class FlakyProvider:
         self.failures = {"429": 0, "500": 0, "timeout": 0}
 
     def __call__(self, body: dict[str, Any]) -> ServerStep:
-        answer = finish(status="not_met", confidence=0.9, rationale="Scripted: not shown.")
+        answer = finish(status="missing_info", confidence=0.9, rationale="Scripted: not shown.")
         with self._lock:
             self.calls += 1
             if self._rng.random() >= self.failure_rate:
@@ -149,7 +149,7 @@ def test_30_percent_transient_llm_failures_never_cost_a_valid_result(tmp_path, c
         - metric(before, "reasoning_evaluations_total", controller="react")
         == CONCURRENT
     )
-    assert metric(after, "reasoning_criterion_results_total", status="not_met") > 0
+    assert metric(after, "reasoning_criterion_results_total", status="missing_info") > 0
     assert metric(after, "reasoning_evaluation_duration_seconds_count") == CONCURRENT
     assert metric(after, "reasoning_llm_call_duration_seconds_count", provider="openai") > 0
     assert metric(after, "reasoning_llm_errors_total", kind="transient") >= injected - 1
