@@ -14,6 +14,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
+ToolCallingMode = Literal["native", "forced", "text"]
 _CONTROLLER_PATTERN = re.compile(r"^(heuristic|react|shadow|ab:(100|[1-9]?\d)(\.\d+)?)$")
 
 
@@ -49,7 +50,7 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_timeout_s: float = Field(default=60.0, gt=0)
     llm_max_output_tokens: int = Field(default=800, ge=16)
-    tool_calling_mode: Literal["native", "forced", "text"] | None = None
+    tool_calling_mode: ToolCallingMode | None = None
     """How the model calls tools: `native` function calling, one `forced` function chosen by
     name (small local models), or the `text` ReAct format (Thought / Action / Action Input).
     Unset: `forced` for the `local` provider, `native` for the others."""
@@ -141,7 +142,7 @@ class Settings(BaseSettings):
         )
 
     @property
-    def effective_tool_calling_mode(self) -> Literal["native", "forced", "text"]:
+    def effective_tool_calling_mode(self) -> ToolCallingMode:
         """The configured mode, or the one that measured best for the provider."""
         if self.tool_calling_mode is not None:
             return self.tool_calling_mode

@@ -178,25 +178,40 @@ async def _optimize(services: Services, args: argparse.Namespace, console: Conso
     train, val = split(examples, args.val_fraction, seed=args.seed)
     settings = services.settings
     base = load_prompt(settings.prompts_dir, args.prompt or settings.prompt_id)
-    reflection = build_llm_client(settings.reflection_settings()) or services.llm
-    if reflection is None:
-        raise InvalidInputError("eval optimize needs a reflection model: set REASONING_LLM_*")
-    report = await optimize_prompt(
-        base=base,
-        controller_for=lambda prompt: build_controller(
-            services, "react", prompt=prompt, fallback=False
-        ),
-        reflection_llm=reflection,
-        policies=policies,
-        trainset=train,
-        valset=val,
-        budget=args.budget,
-        prompts_dir=settings.prompts_dir,
-        new_prompt_id=args.new_prompt_id,
-        minibatch_size=args.minibatch,
-        run_dir=args.run_dir,
-        seed=args.seed,
+    # A separately configured reflection model gets a client of its own (plain text, so no
+    # tool-calling mode); otherwise the service's own LLM reflects.
+    own_reflection = (
+        build_llm_client(
+            settings.reflection_settings().model_copy(update={"tool_calling_mode": "native"})
+        )
+        if settings.reflection_provider
+        else None
     )
+    reflection = own_reflection or services.llm
+    if reflection is None:
+        raise InvalidInputError(
+            "eval optimize needs a model: set REASONING_LLM_* or REASONING_REFLECTION_*"
+        )
+    try:
+        report = await optimize_prompt(
+            base=base,
+            controller_for=lambda prompt: build_controller(
+                services, "react", prompt=prompt, fallback=False
+            ),
+            reflection_llm=reflection,
+            policies=policies,
+            trainset=train,
+            valset=val,
+            budget=args.budget,
+            prompts_dir=settings.prompts_dir,
+            new_prompt_id=args.new_prompt_id,
+            minibatch_size=args.minibatch,
+            run_dir=args.run_dir,
+            seed=args.seed,
+        )
+    finally:
+        if own_reflection is not None:
+            await own_reflection.aclose()
     for entry in report.candidate_log:
         console.print(f"  evaluation {entry['evaluation']}: mean score {entry['mean_score']:.3f}")
     scores = ", ".join(f"{s:.3f}" for s in report.val_scores)

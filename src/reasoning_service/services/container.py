@@ -7,8 +7,7 @@ from dataclasses import dataclass
 
 from reasoning_service.errors import ConfigError
 from reasoning_service.llm.base import LLMClient
-from reasoning_service.llm.factory import build_llm_client
-from reasoning_service.llm.forced_tools import ForcedToolClient
+from reasoning_service.llm.factory import build_llm_client, with_tool_calling_mode
 from reasoning_service.llm.local_server import LocalLlamaServer, find_model, is_runtime_installed
 from reasoning_service.llm.recording import RecordingLLMClient, record_to_current_task
 from reasoning_service.metrics import MeteredLLMClient, Metrics
@@ -134,16 +133,11 @@ def _llm_client(settings: Settings, given: LLMClient | None, metrics: Metrics) -
     Metered outermost (one timing per call, retries included); retries are counted by the
     retry layer's `on_retry` hook."""
     if given is not None:
-        client: LLMClient | None = RecordingLLMClient(given, record_to_current_task)
-    else:
-        client = build_llm_client(
-            settings,
-            sink=record_to_current_task,
-            text_react=settings.effective_tool_calling_mode == "text",
-            on_retry=metrics.on_retry,
+        client: LLMClient | None = with_tool_calling_mode(
+            RecordingLLMClient(given, record_to_current_task), settings.effective_tool_calling_mode
         )
-    if client is not None and settings.effective_tool_calling_mode == "forced":
-        client = ForcedToolClient(client)
+    else:
+        client = build_llm_client(settings, sink=record_to_current_task, on_retry=metrics.on_retry)
     return MeteredLLMClient(client, metrics) if client is not None else None
 
 

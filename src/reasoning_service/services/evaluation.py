@@ -114,7 +114,8 @@ def select_criteria(policy: Policy, criterion_ids: list[str] | None) -> list[Cri
         raise InvalidInputError(
             f"criterion_ids: {unknown} are not criteria of policy {policy.policy_id!r}"
         )
-    return [c for c in policy.criteria.criteria if c.criterion_id in set(criterion_ids)]
+    wanted = set(criterion_ids)
+    return [c for c in policy.criteria.criteria if c.criterion_id in wanted]
 
 
 def _assemble(

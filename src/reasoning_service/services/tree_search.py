@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from reasoning_service.errors import LLMError
+from reasoning_service.llm.base import LLMClient
 from reasoning_service.models import LLMRequest, Message, Policy, ToolSpec
 from retrieval.service import RetrievalService
 from retrieval.tree import TreeNode, walk
@@ -66,7 +67,7 @@ class LexicalTreeSearch:
 class LLMTreeSearch:
     """PageIndex-style reasoning over the table of contents, with the lexical search behind it."""
 
-    def __init__(self, llm: object, fallback: LexicalTreeSearch) -> None:
+    def __init__(self, llm: LLMClient, fallback: LexicalTreeSearch) -> None:
         self._llm = llm
         self._fallback = fallback
 
@@ -85,7 +86,7 @@ class LLMTreeSearch:
             max_output_tokens=300,
         )
         try:
-            reply = await self._llm.complete(request)  # type: ignore[attr-defined]
+            reply = await self._llm.complete(request)
         except LLMError as exc:
             logger.warning("tree search fell back to lexical", extra={"error_kind": exc.kind})
             return await self._fallback.search(policy, query)

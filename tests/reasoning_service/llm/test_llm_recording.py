@@ -71,8 +71,10 @@ def test_factory_returns_none_without_provider() -> None:
 
 
 def test_factory_stack_order() -> None:
-    settings = Settings(llm_provider="local", llm_base_url="http://127.0.0.1:9/v1")
-    client = build_llm_client(settings, sink=[], text_react=True)
+    settings = Settings(
+        llm_provider="local", llm_base_url="http://127.0.0.1:9/v1", tool_calling_mode="text"
+    )
+    client = build_llm_client(settings, sink=[])
     assert isinstance(client, TextReActClient)
     retrying = client._inner
     assert isinstance(retrying, RetryingLLMClient)

@@ -46,9 +46,9 @@ async def local_llm() -> AsyncIterator[tuple[LocalLlamaServer, LLMClient]]:
         }
     )
     client = build_llm_client(settings, sink=record_to_current_task)
-    assert client is not None
+    assert isinstance(client, ForcedToolClient)  # `local` defaults to forced tool calling
     try:
-        yield server, ForcedToolClient(client)
+        yield server, client
     finally:
         await client.aclose()
         await server.aclose()
