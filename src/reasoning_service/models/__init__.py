@@ -34,6 +34,8 @@ from reasoning_service.models.policy import (
     logic_ids,
 )
 from reasoning_service.models.result import (
+    AtomResult,
+    AtomState,
     CaseEvidence,
     CriterionResult,
     CriterionStatus,
@@ -51,6 +53,8 @@ from retrieval.tree import TreeNode
 
 __all__ = [
     "AllOf",
+    "AtomResult",
+    "AtomState",
     "AnyOf",
     "CaseBundle",
     "CaseEvidence",

@@ -96,7 +96,33 @@ class CaseBundle(_Contract):
         """Return the document with `doc_id`, or None."""
         return next((d for d in self.documents if d.doc_id == doc_id), None)
 
+    def request_facts(self) -> list[Fact]:
+        """The demographics and the request as facts (`patient.age`, `request.service`, ...).
+
+        They have no document behind them: their evidence is the field and its value.
+        """
+        request, patient = self.request, self.patient
+        candidates: list[tuple[str, FactValue, str | None]] = [
+            ("patient.age", patient.age, "years"),
+            ("patient.sex", patient.sex, None),
+            ("request.service", request.service or None, None),
+            ("request.codes", _codes_text(request.codes), None),
+            ("request.diagnoses", _codes_text(request.diagnoses), None),
+            ("request.urgency", request.urgency, None),
+        ]
+        return [
+            Fact(field=name, value=value, unit=unit)
+            for name, value, unit in candidates
+            if value not in (None, "")
+        ]
+
     @property
     def reference_date(self) -> dt.date:
         """`as_of`, or today when the bundle does not say."""
         return self.as_of or dt.date.today()
+
+
+def _codes_text(codes: list[Code]) -> str | None:
+    """`HCPCS E0601; ICD-10-CM G47.33 Obstructive sleep apnea`, or None without codes."""
+    parts = [" ".join(filter(None, (c.system, c.code, c.display))) for c in codes]
+    return "; ".join(parts) or None

@@ -6,8 +6,18 @@ import datetime as dt
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
+from reasoning_service.models.conditions import Conditions
 from retrieval.tree import TreeNode
 
 
@@ -25,6 +35,33 @@ class Criterion(_Contract):
     """Title of the policy section it comes from."""
     quote: str = ""
     """Verbatim policy text the criterion comes from."""
+    conditions: Conditions | None = None
+    """The criterion as checkable conditions (docs/conditions.md); optional."""
+
+    @field_validator("conditions", mode="wrap")
+    @classmethod
+    def _name_the_criterion(
+        cls, value: object, handler: ValidatorFunctionWrapHandler, info: ValidationInfo
+    ) -> Conditions | None:
+        """A bad tree is reported with the criterion's id and the path inside the tree."""
+        try:
+            return handler(value)
+        except ValidationError as exc:
+            criterion_id = info.data.get("criterion_id", "?")
+            problems = "; ".join(
+                f"{_tree_path(error['loc'])}: {error['msg']}"
+                for error in exc.errors(include_url=False)
+            )
+            raise ValueError(f"conditions of {criterion_id}: {problems}") from None
+
+
+def _tree_path(loc: tuple[int | str, ...]) -> str:
+    """`require.all_of.all_of.1.atom.finding.expect` -> `require.all_of.1.finding.expect`."""
+    parts: list[str] = []
+    for part in map(str, loc):
+        if part != "atom" and (not parts or parts[-1] != part):
+            parts.append(part)
+    return ".".join(parts) or "(root)"
 
 
 class AllOf(_Contract):

@@ -38,6 +38,8 @@ class ReasonCode(StrEnum):
     INVALID_CITATION = "invalid_citation"
     CONFLICTING_EVIDENCE = "conflicting_evidence"
     NO_FINISH = "no_finish"
+    NO_CONDITIONS = "no_conditions"
+    """The criterion has no checkable conditions, so code could not decide it."""
 
 
 class PolicyCitation(_Contract):
@@ -68,6 +70,32 @@ class CaseEvidence(_Contract):
     char_start: int | None = None
     """Offset of the quote in the page text; set when the quote was verified."""
     char_end: int | None = None
+
+
+class AtomState(StrEnum):
+    """What the case shows about one atom of a criterion's conditions."""
+
+    HOLDS = "holds"
+    FAILS = "fails"
+    NO_EVIDENCE = "no_evidence"
+    CONFLICTING = "conflicting"
+
+
+class AtomResult(_Contract):
+    """The verdict on one atom, and the case evidence that decided it."""
+
+    atom_id: str
+    label: str
+    kind: str
+    """`quantity`, `finding`, `time_window` or `category`."""
+    state: AtomState
+    note: str = ""
+    """What was found, in a few words ("LVEF 30 percent ≤ 35")."""
+    evidence: list[CaseEvidence] = Field(default_factory=list)
+    decided_by: str = "code"
+    """`code`, or `model` when the LLM answered the atom's question."""
+    applicability: bool = False
+    """True for atoms of the criterion's `applies_if` precondition."""
 
 
 class StepKind(StrEnum):
@@ -127,6 +155,8 @@ class CriterionResult(_Contract):
     policy_citations: list[PolicyCitation] = Field(default_factory=list)
     case_evidence: list[CaseEvidence] = Field(default_factory=list)
     reason_code: ReasonCode | None = None
+    atoms: list[AtomResult] = Field(default_factory=list)
+    """Per-atom verdicts when the criterion has conditions (docs/conditions.md)."""
     reasoning_trace: list[ReasoningStep] = Field(default_factory=list)
     controller: str
     """`heuristic` or `react`."""

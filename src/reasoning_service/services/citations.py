@@ -116,7 +116,7 @@ def _locate_in_document(
 
 
 def _locate_in_fact(case: CaseBundle, evidence: CaseEvidence) -> CaseEvidence | None:
-    for fact in case.facts:
+    for fact in [*case.facts, *case.request_facts()]:
         if fact.field != evidence.field:
             continue
         if fact.source is not None and find_quote(fact.source.quote, evidence.quote) is not None:

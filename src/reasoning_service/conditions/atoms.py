@@ -1,0 +1,572 @@
+"""One atom against one case: holds, fails, no evidence, or conflicting — with the evidence.
+
+Each evaluator gathers observations (a fact or a sentence that says the atom holds, fails, or
+says something vague) and `_settle` turns them into a state, the same way for every kind:
+agreeing trusted observations decide; disagreeing ones, vague ones alone, or low-confidence
+facts alone are conflicting; nothing at all is no evidence.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import operator
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from enum import Enum
+
+from reasoning_service.conditions.case_reading import CaseReading, FactView, Mention
+from reasoning_service.conditions.units import convert
+from reasoning_service.conditions.values import (
+    Measured,
+    find_dates,
+    find_durations,
+    measured_near,
+    month_only,
+    parse_measured,
+)
+from reasoning_service.models import AtomState, CaseEvidence
+from reasoning_service.models.conditions import (
+    Atom,
+    CategoryAtom,
+    Derivation,
+    FindingAtom,
+    QuantityAtom,
+    QuantityInput,
+    TimeWindowAtom,
+)
+
+__all__ = ["AtomVerdict", "evaluate_atom"]
+
+
+class _Says(Enum):
+    HOLDS = "holds"
+    FAILS = "fails"
+    VAGUE = "vague"
+
+
+@dataclass(frozen=True, slots=True)
+class _Observation:
+    says: _Says
+    evidence: CaseEvidence
+    note: str
+    trusted: bool = True
+    """False for a fact below the confidence threshold."""
+    date: dt.date | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AtomVerdict:
+    state: AtomState
+    note: str
+    evidence: list[CaseEvidence]
+
+
+def evaluate_atom(atom: Atom, reading: CaseReading, min_confidence: float) -> AtomVerdict:
+    """Decide one atom from the case (see the module docstring)."""
+    match atom:
+        case QuantityAtom():
+            observations = _quantity(atom, reading, min_confidence)
+        case FindingAtom():
+            observations = _finding(atom, reading, min_confidence)
+        case TimeWindowAtom():
+            observations = _time_window(atom, reading, min_confidence)
+        case CategoryAtom():
+            observations = _category(atom, reading, min_confidence)
+    return _settle(observations)
+
+
+def _settle(observations: list[_Observation]) -> AtomVerdict:
+    trusted = [o for o in observations if o.trusted and o.says is not _Says.VAGUE]
+    says = {o.says for o in trusted}
+    weak = [o for o in observations if not o.trusted and o.says is not _Says.VAGUE]
+    if len(says) == 1:
+        outcome = says.pop()
+        against = [o for o in weak if o.says is not outcome]
+        if against:
+            return _verdict(AtomState.CONFLICTING, [*trusted, *against], "sources disagree")
+        state = AtomState.HOLDS if outcome is _Says.HOLDS else AtomState.FAILS
+        return _verdict(state, trusted, "")
+    if len(says) > 1:
+        return _verdict(AtomState.CONFLICTING, trusted, "sources disagree")
+    if weak:
+        return _verdict(AtomState.CONFLICTING, weak, "only low-confidence facts")
+    vague = [o for o in observations if o.says is _Says.VAGUE]
+    if vague:
+        return _verdict(AtomState.CONFLICTING, vague, "only vague or uncertain mentions")
+    return AtomVerdict(AtomState.NO_EVIDENCE, "nothing in the case", [])
+
+
+def _verdict(state: AtomState, observations: list[_Observation], why: str) -> AtomVerdict:
+    notes = list(dict.fromkeys(o.note for o in observations if o.note))
+    note = "; ".join(notes[:4])
+    if why:
+        note = f"{why}: {note}" if note else why
+    evidence = list({_key(o.evidence): o.evidence for o in observations}.values())
+    return AtomVerdict(state, note, evidence[:6])
+
+
+def _key(evidence: CaseEvidence) -> tuple[object, ...]:
+    return (evidence.field, evidence.doc_id, evidence.page, evidence.char_start, evidence.quote)
+
+
+def _trusted(view: FactView, min_confidence: float) -> bool:
+    return view.fact.confidence >= min_confidence
+
+
+def _about(mentions: Iterable[Mention]) -> list[Mention]:
+    """Mentions that are statements about this patient (not a relative, not hypothetical)."""
+    return [m for m in mentions if m.stance.about_patient]
+
+
+# --- findings -----------------------------------------------------------------------------
+
+
+def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> list[_Observation]:
+    names = reading.names(atom.concept, atom.aliases)
+    present_says = _Says.HOLDS if atom.expect == "present" else _Says.FAILS
+    absent_says = _Says.FAILS if atom.expect == "present" else _Says.HOLDS
+    observations: list[_Observation] = []
+    named = reading.facts_named(names)
+    for view in named:
+        is_present = _fact_presence(view, reading)
+        if is_present is None:
+            continue
+        says = present_says if is_present else absent_says
+        word = "present" if is_present else "absent"
+        observations.append(
+            _Observation(
+                says, view.evidence(), f"{view.fact.field} = {_short(view.fact.value)} ({word})",
+                _trusted(view, min_confidence), view.date,
+            )
+        )  # fmt: skip
+    for view in reading.facts:
+        if view in named or not isinstance(view.fact.value, str):
+            continue
+        spans = reading.find_in(view.fact.value, names)
+        if not spans:
+            continue
+        stance = reading.context.stances(view.fact.value, spans)[0]
+        if not stance.about_patient:
+            continue
+        says = _Says.VAGUE if stance.possible else (absent_says if stance.negated else present_says)
+        observations.append(
+            _Observation(
+                says, view.evidence(), f"{view.fact.field}: {_short(view.fact.value)}",
+                _trusted(view, min_confidence), view.date,
+            )
+        )  # fmt: skip
+    for mention in _about(reading.mentions(names)):
+        if mention.stance.possible and not mention.stance.negated:
+            says = _Says.VAGUE
+        else:
+            says = absent_says if mention.stance.negated else present_says
+        word = "negated" if mention.stance.negated else "mentioned"
+        observations.append(
+            _Observation(
+                says, mention.sentence.evidence(), f"{mention.text!r} {word}",
+                date=mention.sentence.date,
+            )
+        )
+    return observations
+
+
+def _fact_presence(view: FactView, reading: CaseReading) -> bool | None:
+    """True / False when a fact named for the finding says it is present / absent."""
+    value = view.fact.value
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return value != 0
+    if isinstance(value, list):
+        return bool(value)
+    if isinstance(value, dt.date):
+        return True
+    words = reading.vocabulary.fact_words
+    text = value.strip().lower()
+    if text in (w.lower() for w in words.absent):
+        return False
+    if text in (w.lower() for w in words.present):
+        return True
+    first = text.split()[0].strip(".,;:") if text.split() else ""
+    if first in {"no", "none", "negative", "denies", "denied", "absent", "not", "never"}:
+        return False
+    return bool(text)
+
+
+def _short(value: object) -> str:
+    text = str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# --- quantities ---------------------------------------------------------------------------
+
+_COMPARE: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge,
+    ">": operator.gt,
+    "<=": operator.le,
+    "<": operator.lt,
+    "==": lambda a, b: abs(a - b) < 1e-9,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Value:
+    low: float
+    high: float
+    evidence: CaseEvidence
+    text: str
+    trusted: bool
+    date: dt.date | None
+
+
+def _quantity(atom: QuantityAtom, reading: CaseReading, min_confidence: float) -> list[_Observation]:
+    values = _values(atom, atom.unit, reading, min_confidence)
+    if atom.derive is not None:
+        values += _derived(atom.derive, atom.unit, reading, min_confidence)
+    if atom.select == "latest":
+        dates = [v.date for v in values if v.date is not None]
+        if dates:
+            latest = max(dates)
+            values = [v for v in values if v.date == latest]
+    compare = _COMPARE[atom.comparator]
+    observations = []
+    for value in values:
+        low_ok, high_ok = compare(value.low, atom.value), compare(value.high, atom.value)
+        says = _Says.HOLDS if low_ok and high_ok else _Says.FAILS
+        if low_ok != high_ok:
+            says = _Says.VAGUE
+        shown = _number(value.low) if value.low == value.high else (
+            f"{_number(value.low)}–{_number(value.high)}"
+        )
+        note = f"{value.text}: {shown} {atom.unit} vs {atom.comparator} {_number(atom.value)}"
+        observations.append(_Observation(says, value.evidence, note, value.trusted, value.date))
+    return observations
+
+
+def _values(
+    concept: QuantityAtom | QuantityInput, unit: str, reading: CaseReading, min_confidence: float
+) -> list[_Value]:
+    names = reading.names(concept.concept, concept.aliases)
+    values: list[_Value] = []
+    for view in reading.facts_named(names):
+        for measured in _fact_measures(view, reading):
+            converted = measured.in_unit(unit)
+            if converted is not None:
+                values.append(
+                    _Value(*converted, view.evidence(), view.fact.field,
+                           _trusted(view, min_confidence), view.date)
+                )  # fmt: skip
+    for mention in _about(reading.mentions(names)):
+        if mention.stance.negated:
+            continue
+        sentence = mention.sentence
+        for measured in measured_near(sentence.text, mention.start, mention.end, reading.vocabulary):
+            converted = measured.in_unit(unit)
+            if converted is not None:
+                values.append(
+                    _Value(*converted, sentence.evidence(), mention.text, True, sentence.date)
+                )
+    return values
+
+
+def _fact_measures(view: FactView, reading: CaseReading) -> list[Measured]:
+    value, unit = view.fact.value, view.fact.unit
+    pint_unit = (reading.vocabulary.unit_for(unit) or unit) if unit else None
+    if isinstance(value, bool) or value is None:
+        return []
+    if isinstance(value, int | float):
+        return [Measured(float(value), float(value), pint_unit, 0, 0)]
+    if isinstance(value, str):
+        found = parse_measured(value, reading.vocabulary)[:1]
+        return [
+            Measured(m.low, m.high, m.unit or pint_unit, m.start, m.end) for m in found
+        ]
+    return []
+
+
+def _derived(
+    derivation: Derivation, unit: str, reading: CaseReading, min_confidence: float
+) -> list[_Value]:
+    """Values computed from the inputs' values (every combination; disagreement shows up)."""
+    inputs = {
+        name: _values(spec, spec.unit, reading, min_confidence)
+        for name, spec in derivation.inputs.items()
+    }
+    if not all(inputs.values()):
+        return []
+    combos: list[dict[str, _Value]] = [{}]
+    for name, candidates in inputs.items():
+        combos = [{**combo, name: c} for combo in combos for c in candidates[:3]]
+    values: list[_Value] = []
+    for combo in combos[:9]:
+        low = _evaluate(derivation.formula, {n: v.low for n, v in combo.items()})
+        high = _evaluate(derivation.formula, {n: v.high for n, v in combo.items()})
+        if low is None or high is None:
+            continue
+        parts = ", ".join(f"{v.text} {_number(v.low)}" for v in combo.values())
+        first = next(iter(combo.values()))
+        dates = [v.date for v in combo.values() if v.date is not None]
+        values.append(
+            _Value(
+                round(min(low, high), 2), round(max(low, high), 2), first.evidence,
+                f"computed from {parts}", all(v.trusted for v in combo.values()),
+                max(dates) if dates else None,
+            )
+        )  # fmt: skip
+    return values
+
+
+def _evaluate(formula: str, names: dict[str, float]) -> float | None:
+    """Arithmetic over named numbers (the schema allows nothing else in a formula)."""
+
+    def walk(node: ast.AST) -> float:
+        match node:
+            case ast.Expression(body=body):
+                return walk(body)
+            case ast.Constant(value=value) if isinstance(value, int | float):
+                return float(value)
+            case ast.Name(id=name):
+                return names[name]
+            case ast.UnaryOp(op=ast.USub(), operand=operand):
+                return -walk(operand)
+            case ast.BinOp(left=left, op=op, right=right):
+                return _BINARY[type(op)](walk(left), walk(right))
+        raise ValueError(f"unsupported formula node {type(node).__name__}")
+
+    try:
+        return walk(ast.parse(formula, mode="eval"))
+    except (ZeroDivisionError, OverflowError, KeyError, ValueError):
+        return None
+
+
+_BINARY: dict[type, Callable[[float, float], float]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+}
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+# --- time windows -------------------------------------------------------------------------
+
+_UNIT_DAYS = {"days": 1.0, "weeks": 7.0, "months": 365.25 / 12, "years": 365.25}
+
+
+@dataclass(frozen=True, slots=True)
+class _Elapsed:
+    """How long before the reference point the event happened (None: documented absent)."""
+
+    days: float | None
+    evidence: CaseEvidence
+    note: str
+    trusted: bool
+    date: dt.date | None
+
+
+def _time_window(
+    atom: TimeWindowAtom, reading: CaseReading, min_confidence: float
+) -> list[_Observation]:
+    reference = reading.as_of
+    if atom.reference is not None:
+        dates = _event_dates(atom.reference.concept, atom.reference.aliases, reading)
+        if not dates:
+            return []
+        reference = max(dates)
+    observations = []
+    for elapsed in _elapsed(atom, reading, reference, min_confidence):
+        if elapsed.days is None:
+            observations.append(
+                _Observation(_Says.FAILS, elapsed.evidence, elapsed.note, elapsed.trusted)
+            )
+            continue
+        says = _Says.HOLDS if _in_window(atom, elapsed.days) else _Says.FAILS
+        note = f"{elapsed.note}: {elapsed.days:.0f} days before"
+        observations.append(
+            _Observation(says, elapsed.evidence, note, elapsed.trusted, elapsed.date)
+        )
+    return observations
+
+
+def _in_window(atom: TimeWindowAtom, days: float) -> bool:
+    amount = atom.amount * _UNIT_DAYS[atom.unit]
+    if atom.relation == "within":
+        return -1 <= days <= amount
+    if atom.relation == "at_least":
+        return days >= amount
+    upper = (atom.amount_max or atom.amount) * _UNIT_DAYS[atom.unit]
+    return amount <= days <= upper
+
+
+def _elapsed(
+    atom: TimeWindowAtom, reading: CaseReading, reference: dt.date, min_confidence: float
+) -> list[_Elapsed]:
+    names = reading.names(atom.concept, atom.aliases)
+    found: list[_Elapsed] = []
+    for view in reading.facts_named(names):
+        found.extend(_fact_elapsed(view, reading, reference, _trusted(view, min_confidence)))
+    for mention in _about(reading.mentions(names)):
+        sentence = mention.sentence
+        if mention.stance.negated:
+            found.append(
+                _Elapsed(None, sentence.evidence(), f"{mention.text!r} negated", True, None)
+            )
+            continue
+        timing = _timing_near(mention, reading, reference)
+        if timing is not None:
+            found.append(
+                _Elapsed(timing, sentence.evidence(), mention.text, True, sentence.date)
+            )
+    return found
+
+
+def _timing_near(mention: Mention, reading: CaseReading, reference: dt.date) -> float | None:
+    """Days from the mentioned event to `reference`, from the nearest date or duration."""
+    sentence = mention.sentence
+    written = sentence.date or reading.as_of
+    candidates: list[tuple[int, float]] = []
+    points = find_dates(sentence.text, written) + month_only(sentence.text, written)
+    for point in points:
+        distance = min(abs(point.start - mention.end), abs(mention.start - point.end))
+        candidates.append((distance, float((reference - point.date).days)))
+    for days, start, end in find_durations(sentence.text):
+        distance = min(abs(start - mention.end), abs(mention.start - end))
+        candidates.append((distance, days + (reference - written).days))
+    if not candidates:
+        return None
+    return min(candidates)[1]
+
+
+def _fact_elapsed(
+    view: FactView, reading: CaseReading, reference: dt.date, trusted: bool
+) -> list[_Elapsed]:
+    value, evidence = view.fact.value, view.evidence()
+    note = f"{view.fact.field} = {_short(value)}"
+    written = view.date or reading.as_of
+    if isinstance(value, bool):
+        return [] if value else [_Elapsed(None, evidence, note, trusted, view.date)]
+    if isinstance(value, dt.date):
+        return [_Elapsed(float((reference - value).days), evidence, note, trusted, view.date)]
+    if isinstance(value, str):
+        if _fact_presence(view, reading) is False:
+            return [_Elapsed(None, evidence, note, trusted, view.date)]
+        dates = find_dates(value, written)
+        if dates:
+            days = float((reference - dates[0].date).days)
+            return [_Elapsed(days, evidence, note, trusted, view.date)]
+    for measured in _fact_measures(view, reading):
+        unit = measured.unit or _unit_from_words(view.words)
+        days = convert(measured.low, unit, "day") if unit else None
+        if days is not None:
+            # "14 weeks" of pain or "69 days ago", as written in a note: add the time since.
+            elapsed = days + (reference - written).days
+            return [_Elapsed(elapsed, evidence, note, trusted, view.date)]
+    return []
+
+
+def _unit_from_words(words: tuple[str, ...]) -> str | None:
+    for word in reversed(words):
+        for unit in ("day", "week", "month", "year"):
+            if word.startswith(unit[:3]) and unit.startswith(word[:3]):
+                return unit
+    return None
+
+
+def _event_dates(concept: str, aliases: list[str], reading: CaseReading) -> list[dt.date]:
+    names = reading.names(concept, aliases)
+    dates: list[dt.date] = []
+    for view in reading.facts_named(names):
+        if isinstance(view.fact.value, dt.date):
+            dates.append(view.fact.value)
+        elif isinstance(view.fact.value, str):
+            dates.extend(p.date for p in find_dates(view.fact.value, view.date))
+    for mention in _about(reading.mentions(names)):
+        if not mention.stance.negated:
+            points = find_dates(mention.sentence.text, mention.sentence.date)
+            dates.extend(p.date for p in points)
+    return dates
+
+
+# --- categories ---------------------------------------------------------------------------
+
+_WINDOW_AFTER = 60
+_WINDOW_BEFORE = 25
+
+
+def _category(atom: CategoryAtom, reading: CaseReading, min_confidence: float) -> list[_Observation]:
+    names = reading.names(atom.concept, atom.aliases)
+    value_names = {value: tuple(words) for value, words in atom.values.items()}
+    found: list[tuple[str, CaseEvidence, str, bool, dt.date | None]] = []
+    for view in reading.facts_named(names):
+        text = _category_text(view.fact.value)
+        for value in _values_in(text, value_names, reading):
+            found.append((value, view.evidence(), f"{view.fact.field} = {_short(text)}",
+                          _trusted(view, min_confidence), view.date))  # fmt: skip
+    for mention in _about(reading.mentions(names)):
+        if mention.stance.negated:
+            continue
+        text = mention.sentence.text
+        after = text[mention.end : mention.end + _WINDOW_AFTER]
+        values = _values_in(after, value_names, reading)[:1] or _values_in(
+            text[max(0, mention.start - _WINDOW_BEFORE) : mention.start], value_names, reading
+        )[-1:]
+        for value in values:
+            found.append((value, mention.sentence.evidence(), f"{mention.text}: {value}", True,
+                          mention.sentence.date))  # fmt: skip
+    if atom.value_anywhere:
+        for value, words in value_names.items():
+            for mention in _about(reading.mentions(words)):
+                if mention.stance.negated or mention.stance.possible:
+                    continue
+                found.append((value, mention.sentence.evidence(), f"{mention.text!r}", True,
+                              mention.sentence.date))  # fmt: skip
+    return _category_observations(atom, found)
+
+
+def _category_observations(
+    atom: CategoryAtom, found: list[tuple[str, CaseEvidence, str, bool, dt.date | None]]
+) -> list[_Observation]:
+    allowed = set(atom.allowed)
+    documented = {value for value, _, _, trusted, _ in found if trusted}
+    enough = len(documented & allowed) >= atom.min_count
+    observations = []
+    for value, evidence, note, trusted, date in found:
+        if value in allowed:
+            says = _Says.HOLDS if enough or not trusted else _Says.FAILS
+        else:
+            says = _Says.FAILS if atom.min_count == 1 or not enough else None
+            if says is None:
+                continue
+        if value in allowed and not enough and atom.min_count > 1:
+            note = f"{note} (only {len(documented & allowed)} of {atom.min_count})"
+        observations.append(_Observation(says, evidence, note, trusted, date))
+    return observations
+
+
+def _category_text(value: object) -> str:
+    if isinstance(value, list):
+        return ", ".join(str(item) for item in value)
+    if isinstance(value, bool) or value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _values_in(
+    text: str, value_names: dict[str, tuple[str, ...]], reading: CaseReading
+) -> list[str]:
+    """The values named in `text`, in order of appearance."""
+    hits: list[tuple[int, str]] = []
+    for value, words in value_names.items():
+        spans = reading.find_in(text, words)
+        if spans:
+            hits.append((min(start for start, _ in spans), value))
+    return [value for _, value in sorted(hits)]

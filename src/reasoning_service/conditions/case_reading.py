@@ -1,0 +1,333 @@
+"""A case read once per evaluation: sentences with their stance, and facts by their words.
+
+Binding an atom to a case means finding its names (concept, aliases, synonyms) in three places:
+fact field names (normalised words), fact values, and document sentences. A sentence mention
+carries a stance read by medspaCy's ConText (negated, about a family member, hypothetical,
+only possible), so "denies stroke" and "father had a stroke" never count as the patient's
+stroke. Every scan here is linear in the case's text: sentences are bounded in length, and each
+set of names is compiled into one pattern and searched once per case.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from reasoning_service.conditions.vocabulary import Vocabulary, normalise_words
+from reasoning_service.models import CaseBundle, CaseEvidence, Fact
+
+if TYPE_CHECKING:
+    from medspacy.context import ConText
+    from spacy.language import Language
+
+__all__ = ["CaseReading", "ContextReader", "FactView", "Mention", "Sentence", "Stance"]
+
+MAX_SENTENCE_CHARS = 400
+"""Longer runs of text are cut at whitespace, so no scan is quadratic in a page."""
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+_SHORT_CAPS = 4
+"""An alias this short written in capitals ("MI", "VT") matches only in capitals in text."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sentence:
+    """One sentence of a document page, with its exact place in the page."""
+
+    index: int
+    doc_id: str
+    page: int
+    start: int
+    end: int
+    text: str
+    date: dt.date | None
+    """The document's date, for "3 weeks ago" and for picking the latest value."""
+
+    def evidence(self) -> CaseEvidence:
+        return CaseEvidence(
+            doc_id=self.doc_id,
+            page=self.page,
+            quote=self.text,
+            char_start=self.start,
+            char_end=self.end,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Stance:
+    """What ConText says about one mention."""
+
+    negated: bool = False
+    family: bool = False
+    hypothetical: bool = False
+    possible: bool = False
+
+    @property
+    def about_patient(self) -> bool:
+        """A real statement about this patient (negated or not)."""
+        return not (self.family or self.hypothetical)
+
+    @property
+    def affirmed(self) -> bool:
+        return self.about_patient and not (self.negated or self.possible)
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    """A name found in a sentence, and its stance."""
+
+    sentence: Sentence
+    start: int
+    end: int
+    """Offsets inside `sentence.text`."""
+    stance: Stance
+
+    @property
+    def text(self) -> str:
+        return self.sentence.text[self.start : self.end]
+
+
+@dataclass(frozen=True, slots=True)
+class FactView:
+    """A fact (or a demographic/request field) with the words of its name."""
+
+    fact: Fact
+    words: tuple[str, ...]
+    date: dt.date | None
+    """Date of the document the fact was read from."""
+
+    def evidence(self) -> CaseEvidence:
+        source = self.fact.source
+        if source is not None and source.quote:
+            return CaseEvidence(
+                field=self.fact.field, doc_id=source.doc_id, page=source.page, quote=source.quote
+            )
+        return CaseEvidence(field=self.fact.field, quote=_value_text(self.fact.value))
+
+
+class ContextReader:
+    """medspaCy's ConText over single sentences: cues from its defaults plus the vocabulary's."""
+
+    def __init__(self, vocabulary: Vocabulary) -> None:
+        self._vocabulary = vocabulary
+        self._lock = threading.Lock()
+
+    @cached_property
+    def _pipeline(self) -> tuple[Language, ConText]:
+        import spacy
+        from medspacy.context import ConText, ConTextRule
+
+        nlp = spacy.blank("en")
+        context = ConText(nlp, rules="default")
+        context.add(
+            [
+                ConTextRule(cue.literal, cue.category, direction=cue.direction)
+                for cue in self._vocabulary.context_rules
+            ]
+        )
+        return nlp, context
+
+    def stances(self, text: str, spans: list[tuple[int, int]]) -> list[Stance]:
+        """The stance of each `(start, end)` span of `text` (one sentence)."""
+        with self._lock:
+            nlp, context = self._pipeline
+            doc = nlp.make_doc(text)
+            for position, token in enumerate(doc):
+                token.is_sent_start = position == 0
+            entities = []
+            for start, end in spans:
+                entity = doc.char_span(start, end, label="TARGET", alignment_mode="expand")
+                entities.append(entity)
+            kept = _non_overlapping(entity for entity in entities if entity is not None)
+            doc.ents = kept
+            context(doc)
+            by_start = {entity.start_char: entity for entity in doc.ents}
+            stances: list[Stance] = []
+            for entity in entities:
+                found = by_start.get(entity.start_char) if entity is not None else None
+                stances.append(_stance_of(found))
+            return stances
+
+
+def _non_overlapping(entities: Iterable) -> list:
+    kept: list = []
+    last_end = -1
+    for entity in sorted(entities, key=lambda e: (e.start, -e.end)):
+        if entity.start >= last_end:
+            kept.append(entity)
+            last_end = entity.end
+    return kept
+
+
+def _stance_of(entity: object) -> Stance:
+    if entity is None:
+        return Stance()
+    extension = entity._  # type: ignore[attr-defined]
+    return Stance(
+        negated=bool(extension.is_negated),
+        family=bool(extension.is_family),
+        hypothetical=bool(extension.is_hypothetical),
+        possible=bool(extension.is_uncertain),
+    )
+
+
+@dataclass
+class CaseReading:
+    """Everything the atom evaluators read from one case, built once per evaluation."""
+
+    case: CaseBundle
+    vocabulary: Vocabulary
+    context: ContextReader
+    sentences: list[Sentence]
+    facts: list[FactView]
+    _mentions: dict[tuple[str, ...], list[Mention]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def read(cls, case: CaseBundle, vocabulary: Vocabulary, context: ContextReader) -> CaseReading:
+        dates = {document.doc_id: document.date for document in case.documents}
+        sentences: list[Sentence] = []
+        for document in case.documents:
+            for number, page in enumerate(document.pages, start=1):
+                for start, end in _sentence_spans(page):
+                    sentences.append(
+                        Sentence(
+                            len(sentences), document.doc_id, number, start, end,
+                            page[start:end], document.date,
+                        )
+                    )  # fmt: skip
+        facts = [
+            FactView(fact, normalise_words(fact.field), dates.get(_doc_of(fact)))
+            for fact in [*case.facts, *case.request_facts()]
+        ]
+        return cls(case, vocabulary, context, sentences, facts)
+
+    @property
+    def as_of(self) -> dt.date:
+        return self.case.reference_date
+
+    def names(self, concept: str, aliases: Iterable[str]) -> tuple[str, ...]:
+        """An atom's names widened by the vocabulary's synonym groups."""
+        return tuple(self.vocabulary.expand([concept, *aliases]))
+
+    def facts_named(self, names: Iterable[str]) -> list[FactView]:
+        """Facts whose field name contains one of `names` as whole words."""
+        keys = [key for key in (normalise_words(name) for name in names) if key]
+        return [view for view in self.facts if any(_contains(view.words, key) for key in keys)]
+
+    def mentions(self, names: tuple[str, ...]) -> list[Mention]:
+        """Every mention of `names` in the documents, with its stance (cached per names)."""
+        with self._lock:
+            cached = self._mentions.get(names)
+        if cached is not None:
+            return cached
+        found = self._find_mentions(names)
+        with self._lock:
+            self._mentions[names] = found
+        return found
+
+    def find_in(self, text: str, names: tuple[str, ...]) -> list[tuple[int, int]]:
+        """Spans of `names` in any text (a fact's value), by the same matching rules."""
+        return [match.span() for pattern in _patterns(names) for match in pattern.finditer(text)]
+
+    def _find_mentions(self, names: tuple[str, ...]) -> list[Mention]:
+        patterns = _patterns(names)
+        if not patterns:
+            return []
+        mentions: list[Mention] = []
+        for sentence in self.sentences:
+            spans = sorted(
+                {m.span() for pattern in patterns for m in pattern.finditer(sentence.text)}
+            )
+            if not spans:
+                continue
+            for (start, end), stance in zip(
+                spans, self.context.stances(sentence.text, spans), strict=True
+            ):
+                mentions.append(Mention(sentence, start, end, stance))
+        return mentions
+
+
+def _doc_of(fact: Fact) -> str | None:
+    return fact.source.doc_id if fact.source is not None else None
+
+
+def _contains(words: tuple[str, ...], key: tuple[str, ...]) -> bool:
+    if len(key) > len(words):
+        return "".join(key) in {"".join(words)}
+    return any(words[i : i + len(key)] == key for i in range(len(words) - len(key) + 1)) or (
+        "".join(key) == "".join(words)
+    )
+
+
+def _value_text(value: object) -> str:
+    if isinstance(value, list):
+        return ", ".join(str(item) for item in value)
+    return str(value)
+
+
+def _sentence_spans(page: str) -> list[tuple[int, int]]:
+    """Sentences and lines of a page, trimmed, none longer than MAX_SENTENCE_CHARS."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for boundary in _SENTENCE_END.finditer(page):
+        _add_bounded(spans, page, start, boundary.start())
+        start = boundary.end()
+    _add_bounded(spans, page, start, len(page))
+    return spans
+
+
+def _add_bounded(spans: list[tuple[int, int]], page: str, start: int, end: int) -> None:
+    while start < end and page[start].isspace():
+        start += 1
+    while end > start and page[end - 1].isspace():
+        end -= 1
+    while end - start > MAX_SENTENCE_CHARS:
+        cut = page.rfind(" ", start + MAX_SENTENCE_CHARS // 2, start + MAX_SENTENCE_CHARS)
+        cut = cut if cut > start else start + MAX_SENTENCE_CHARS
+        spans.append((start, cut))
+        start = cut
+        while start < end and page[start].isspace():
+            start += 1
+    if end > start:
+        spans.append((start, end))
+
+
+_PATTERN_CACHE: dict[tuple[str, ...], list[re.Pattern[str]]] = {}
+_PATTERN_LOCK = threading.Lock()
+
+
+def _patterns(names: tuple[str, ...]) -> list[re.Pattern[str]]:
+    """At most two patterns for a set of names: case-insensitive, and capitals-only."""
+    with _PATTERN_LOCK:
+        cached = _PATTERN_CACHE.get(names)
+    if cached is not None:
+        return cached
+    folded = sorted({_alias_regex(n) for n in names if not _is_short_caps(n)}, key=len)[::-1]
+    exact = sorted({_alias_regex(n) for n in names if _is_short_caps(n)}, key=len)[::-1]
+    patterns = [
+        re.compile(rf"(?<![A-Za-z0-9])(?:{'|'.join(group)})(?![A-Za-z0-9])", flags)
+        for group, flags in ((folded, re.IGNORECASE), (exact, 0))
+        if group
+    ]
+    with _PATTERN_LOCK:
+        if len(_PATTERN_CACHE) > 4096:
+            _PATTERN_CACHE.clear()
+        _PATTERN_CACHE[names] = patterns
+    return patterns
+
+
+def _is_short_caps(name: str) -> bool:
+    letters = [c for c in name if c.isalpha()]
+    return len(name) <= _SHORT_CAPS and bool(letters) and all(c.isupper() for c in letters)
+
+
+def _alias_regex(name: str) -> str:
+    words = [re.escape(word) for word in re.split(r"[\s\-]+", name.strip()) if word]
+    body = r"[\s\-]*".join(words) if len(words) > 1 else (words[0] if words else "")
+    plural = "(?:s|es)?" if name[-1:].isalpha() and not _is_short_caps(name) else "s?"
+    return body + plural

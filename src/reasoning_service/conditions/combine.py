@@ -1,0 +1,84 @@
+"""Three-valued combination of atom states over a condition tree, and the criterion's status.
+
+| node   | holds            | fails            | otherwise                                   |
+| ------ | ---------------- | ---------------- | ------------------------------------------- |
+| all_of | every child      | any child        | conflicting if any child is, else no evidence |
+| any_of | any child        | every child      | conflicting if any child is, else no evidence |
+| not    | the child fails  | the child holds  | unchanged                                   |
+
+`met` needs the tree to hold; `not_met` needs evidence that it fails; no evidence is
+`missing_info`; conflicting evidence is `uncertain`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from reasoning_service.models import AtomState, CriterionStatus
+from reasoning_service.models.conditions import (
+    AllOfConditions,
+    AnyOfConditions,
+    ConditionNode,
+    Conditions,
+    NotCondition,
+)
+
+__all__ = ["combine", "criterion_status"]
+
+_STATUS = {
+    AtomState.HOLDS: CriterionStatus.MET,
+    AtomState.FAILS: CriterionStatus.NOT_MET,
+    AtomState.NO_EVIDENCE: CriterionStatus.MISSING_INFO,
+    AtomState.CONFLICTING: CriterionStatus.UNCERTAIN,
+}
+
+
+def combine(node: ConditionNode, states: Mapping[str, AtomState]) -> AtomState:
+    """The state of `node`, given each atom's state by atom id."""
+    match node:
+        case AllOfConditions(all_of=children):
+            return _all_of([combine(child, states) for child in children])
+        case AnyOfConditions(any_of=children):
+            return _any_of([combine(child, states) for child in children])
+        case NotCondition(not_=child):
+            return _negate(combine(child, states))
+    return states[node.id]
+
+
+def criterion_status(conditions: Conditions, states: Mapping[str, AtomState]) -> CriterionStatus:
+    """The criterion's status: applicability first, then what it requires."""
+    if conditions.applies_if is not None:
+        applies = combine(conditions.applies_if, states)
+        if applies is AtomState.FAILS:
+            return CriterionStatus.NOT_APPLICABLE
+        if applies is not AtomState.HOLDS and conditions.when_applicability_unknown == (
+            "not_applicable"
+        ):
+            return CriterionStatus.NOT_APPLICABLE
+    return _STATUS[combine(conditions.require, states)]
+
+
+def _all_of(children: list[AtomState]) -> AtomState:
+    if AtomState.FAILS in children:
+        return AtomState.FAILS
+    if all(child is AtomState.HOLDS for child in children):
+        return AtomState.HOLDS
+    return _undecided(children)
+
+
+def _any_of(children: list[AtomState]) -> AtomState:
+    if AtomState.HOLDS in children:
+        return AtomState.HOLDS
+    if all(child is AtomState.FAILS for child in children):
+        return AtomState.FAILS
+    return _undecided(children)
+
+
+def _undecided(children: list[AtomState]) -> AtomState:
+    if AtomState.CONFLICTING in children:
+        return AtomState.CONFLICTING
+    return AtomState.NO_EVIDENCE
+
+
+def _negate(state: AtomState) -> AtomState:
+    return {AtomState.HOLDS: AtomState.FAILS, AtomState.FAILS: AtomState.HOLDS}.get(state, state)

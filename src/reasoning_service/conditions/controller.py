@@ -1,0 +1,231 @@
+"""The deterministic controller: a criterion's conditions checked against the case, by code.
+
+For one criterion:
+1. cite the policy: the tree node holding the criterion's verbatim `quote`;
+2. read the case once per evaluation (`CaseReading`: sentences with ConText stance, facts);
+3. evaluate every atom (`atoms.evaluate_atom`) to holds / fails / no evidence / conflicting,
+   each with the facts or sentences that decided it;
+4. combine in three-valued logic (`combine.criterion_status`); `met` also needs every holding
+   atom's evidence to verify against the case, else `uncertain` (`invalid_citation`).
+
+A criterion without conditions is never guessed at: it comes back `uncertain`
+(`no_conditions`). The work is CPU-bound, so it runs in a worker thread, off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import OrderedDict
+
+from reasoning_service.conditions.atoms import AtomVerdict, evaluate_atom
+from reasoning_service.conditions.case_reading import CaseReading, ContextReader
+from reasoning_service.conditions.combine import criterion_status
+from reasoning_service.conditions.vocabulary import Vocabulary
+from reasoning_service.models import (
+    AtomResult,
+    AtomState,
+    CaseBundle,
+    CaseEvidence,
+    CriterionResult,
+    CriterionStatus,
+    Policy,
+    PolicyCitation,
+    ReasonCode,
+    ReasoningStep,
+    StepKind,
+    Usage,
+)
+from reasoning_service.models.conditions import Atom, Conditions, atoms_of
+from reasoning_service.services.citations import (
+    find_quote,
+    verify_case_evidence,
+    verify_policy_citation,
+)
+from reasoning_service.services.controller import CriterionTask
+from retrieval.tree import walk
+
+__all__ = ["ConditionsController", "cite_policy", "evaluate_conditions"]
+
+_CONFIDENCE = {
+    CriterionStatus.MET: 0.9,
+    CriterionStatus.NOT_MET: 0.85,
+    CriterionStatus.MISSING_INFO: 0.8,
+    CriterionStatus.UNCERTAIN: 0.5,
+    CriterionStatus.NOT_APPLICABLE: 0.9,
+}
+_READINGS_KEPT = 64
+
+
+class ConditionsController:
+    """Decides criteria by their conditions; no LLM, no network."""
+
+    name = "heuristic"
+
+    def __init__(self, vocabulary: Vocabulary, *, min_fact_confidence: float = 0.7) -> None:
+        self.vocabulary = vocabulary
+        self.min_fact_confidence = min_fact_confidence
+        self.context = ContextReader(vocabulary)
+        self._readings: OrderedDict[int, tuple[CaseBundle, CaseReading]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    async def evaluate(self, task: CriterionTask) -> CriterionResult:
+        """Decide one criterion (module docstring), in a worker thread."""
+        return await asyncio.to_thread(self.decide, task)
+
+    def decide(self, task: CriterionTask) -> CriterionResult:
+        started = time.perf_counter()
+        steps: list[ReasoningStep] = []
+        citations = cite_policy(task.policy, task.criterion.quote)
+        _step(steps, StepKind.OBSERVATION, _citation_note(citations))
+        conditions = task.criterion.conditions
+        if conditions is None:
+            status, reason = CriterionStatus.UNCERTAIN, ReasonCode.NO_CONDITIONS
+            atoms: list[AtomResult] = []
+            rationale = "The criterion has no checkable conditions: a reviewer must judge it."
+        else:
+            reading = self.reading(task.case)
+            atoms = evaluate_conditions(conditions, reading, self.min_fact_confidence)
+            for atom in atoms:
+                _step(steps, StepKind.OBSERVATION, _atom_line(atom), tool="check_atom")
+            status, reason, rationale = _decide(conditions, atoms)
+        evidence = _evidence(task.case, atoms, status)
+        if status is CriterionStatus.MET and not evidence:
+            status, reason = CriterionStatus.UNCERTAIN, ReasonCode.INVALID_CITATION
+            rationale += " No case evidence could be verified, so not met."
+        _step(steps, StepKind.DECISION, f"{status.value}: {rationale}")
+        return CriterionResult(
+            criterion_id=task.criterion.criterion_id,
+            status=status,
+            confidence=_CONFIDENCE[status],
+            rationale=rationale,
+            policy_citations=citations,
+            case_evidence=evidence,
+            reason_code=reason,
+            atoms=atoms,
+            reasoning_trace=steps,
+            controller=self.name,
+            usage=Usage(
+                tool_calls=len(atoms),
+                latency_ms=round((time.perf_counter() - started) * 1000, 3),
+            ),
+        )
+
+    def reading(self, case: CaseBundle) -> CaseReading:
+        """The case read once per evaluation: every criterion of it shares one reading."""
+        with self._lock:
+            kept = self._readings.get(id(case))
+            if kept is not None and kept[0] is case:
+                self._readings.move_to_end(id(case))
+                return kept[1]
+        reading = CaseReading.read(case, self.vocabulary, self.context)
+        with self._lock:
+            self._readings[id(case)] = (case, reading)
+            while len(self._readings) > _READINGS_KEPT:
+                self._readings.popitem(last=False)
+        return reading
+
+
+def evaluate_conditions(
+    conditions: Conditions, reading: CaseReading, min_fact_confidence: float
+) -> list[AtomResult]:
+    """Every atom of the conditions, evaluated against the case."""
+    head = atoms_of(conditions.applies_if) if conditions.applies_if is not None else []
+    results = [
+        _atom_result(atom, evaluate_atom(atom, reading, min_fact_confidence), applicability=True)
+        for atom in head
+    ]
+    results += [
+        _atom_result(atom, evaluate_atom(atom, reading, min_fact_confidence))
+        for atom in atoms_of(conditions.require)
+    ]
+    return results
+
+
+def _atom_result(atom: Atom, verdict: AtomVerdict, *, applicability: bool = False) -> AtomResult:
+    return AtomResult(
+        atom_id=atom.id,
+        label=atom.label,
+        kind=atom.kind,
+        state=verdict.state,
+        note=verdict.note[:300],
+        evidence=verdict.evidence,
+        applicability=applicability,
+    )
+
+
+def _decide(
+    conditions: Conditions, atoms: list[AtomResult]
+) -> tuple[CriterionStatus, ReasonCode | None, str]:
+    states = {atom.atom_id: atom.state for atom in atoms}
+    status = criterion_status(conditions, states)
+    reason = ReasonCode.CONFLICTING_EVIDENCE if status is CriterionStatus.UNCERTAIN else None
+    return status, reason, _rationale(status, atoms)
+
+
+def _rationale(status: CriterionStatus, atoms: list[AtomResult]) -> str:
+    if status is CriterionStatus.NOT_APPLICABLE:
+        shown = [a for a in atoms if a.applicability]
+        head = "Not applicable: the case is not in the situation the criterion covers."
+    else:
+        shown = [a for a in atoms if not a.applicability]
+        head = {
+            CriterionStatus.MET: "Met: every required condition holds on the case's evidence.",
+            CriterionStatus.NOT_MET: "Not met: the case's evidence shows a condition fails.",
+            CriterionStatus.MISSING_INFO: "Missing information: no evidence for a condition.",
+            CriterionStatus.UNCERTAIN: "Uncertain: the evidence conflicts or is vague.",
+        }[status]
+    parts = [f"{a.label}: {a.state.value}" + (f" ({a.note})" if a.note else "") for a in shown]
+    return " ".join([head, *(f"[{part}]" for part in parts)])[:2000]
+
+
+def _evidence(
+    case: CaseBundle, atoms: list[AtomResult], status: CriterionStatus
+) -> list[CaseEvidence]:
+    """The verified evidence of the atoms that decided the status (holding atoms for `met`)."""
+    wanted = {
+        CriterionStatus.MET: {AtomState.HOLDS},
+        CriterionStatus.NOT_MET: {AtomState.FAILS},
+        CriterionStatus.UNCERTAIN: {AtomState.CONFLICTING},
+    }.get(status, {AtomState.HOLDS, AtomState.FAILS, AtomState.CONFLICTING})
+    kept: dict[tuple[object, ...], CaseEvidence] = {}
+    for atom in atoms:
+        if atom.state not in wanted:
+            continue
+        verified = [v for v in (verify_case_evidence(case, e) for e in atom.evidence) if v]
+        if status is CriterionStatus.MET and not atom.applicability and not verified:
+            return []
+        for item in verified:
+            kept.setdefault((item.field, item.doc_id, item.page, item.char_start), item)
+    return list(kept.values())[:12]
+
+
+def cite_policy(policy: Policy, quote: str) -> list[PolicyCitation]:
+    """The tree node that holds the criterion's verbatim quote, as a verified citation."""
+    if not quote:
+        return []
+    for node in walk(policy.tree):
+        if find_quote(node.text, quote) is not None:
+            citation = PolicyCitation(policy_id=policy.policy_id, node_id=node.node_id, quote=quote)
+            verified = verify_policy_citation(policy, citation)
+            if verified is not None:
+                return [verified]
+    return []
+
+
+def _citation_note(citations: list[PolicyCitation]) -> str:
+    if not citations:
+        return "criterion quote not found in the policy tree"
+    return f"criterion quote found in node {citations[0].node_id}"
+
+
+def _atom_line(atom: AtomResult) -> str:
+    prefix = "applies if " if atom.applicability else ""
+    return f"{prefix}{atom.atom_id} ({atom.kind}) {atom.label}: {atom.state.value} — {atom.note}"
+
+
+def _step(
+    steps: list[ReasoningStep], kind: StepKind, content: str, *, tool: str | None = None
+) -> None:
+    steps.append(ReasoningStep(index=len(steps), kind=kind, tool=tool, content=content[:500]))

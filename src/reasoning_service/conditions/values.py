@@ -1,0 +1,246 @@
+"""Values written in text: numbers with units, dates, "3 weeks ago", "for 14 weeks", "since May".
+
+Pure functions over one short string (a sentence or a fact's value); every pattern is linear.
+Language only (month names, number words): clinical vocabulary and unit spellings come from the
+vocabulary data.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+import re
+from dataclasses import dataclass
+
+from reasoning_service.conditions.units import convert
+from reasoning_service.conditions.vocabulary import Vocabulary
+
+__all__ = [
+    "Measured",
+    "month_only",
+    "TimePoint",
+    "find_dates",
+    "find_durations",
+    "measured_near",
+    "parse_measured",
+]
+
+_NUMBER_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
+    "fifteen": 15, "sixteen": 16, "eighteen": 18, "twenty": 20, "thirty": 30,
+}  # fmt: skip
+_NUM = r"\d+(?:[.,]\d+)?"
+_NUMBER = re.compile(
+    rf"(?<![\w.])({_NUM})(?:\s*(?:-|–|to)\s*({_NUM}))?(?![\d])"
+)
+_THRESHOLD_BEFORE = re.compile(
+    r"(?:[<>≤≥]=?|\b(?:greater|less|more|fewer|higher|lower|above|below|under|over|at least|"
+    r"at most|goal|target|cut-?off|threshold|up to|no more than|maximum|minimum|max|min)"
+    r"(?:\s+than)?)\s*$",
+    re.IGNORECASE,
+)
+_FILLER = re.compile(
+    r"^[\s:=~(,\-]*(?:(?:of|was|is|were|are|at|by|estimated|measured|calculated|reported|"
+    r"approximately|approx\.?|about|around|visually|value|score|total|index|result|"
+    r"now|currently|today|recorded|documented|noted|showed|shows|revealed|with|an?|the|"
+    r"ratio|level|percent(?:age)?)[\s:=~(,\-]*){0,5}$",
+    re.IGNORECASE,
+)
+_FEET_INCHES = re.compile(
+    r"(\d)\s*(?:'|’|ft|feet|foot)\s*(\d{1,2}(?:\.\d+)?)\s*(?:\"|”|''|in(?:ches)?)?",
+    re.IGNORECASE,
+)
+_MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name} | {
+    name.lower(): i for i, name in enumerate(calendar.month_abbr) if name
+} | {"sept": 9}
+_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_DATE_PATTERNS = (
+    (re.compile(r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)"), "ymd"),
+    (re.compile(r"(?<!\d)(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?!\d)"), "mdy"),
+    (re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I), "Mdy"),
+    (re.compile(rf"\b(\d{{1,2}})\s+({_MONTH})\.?,?\s+(\d{{4}})\b", re.I), "dMy"),
+    (re.compile(rf"\b({_MONTH})\.?,?\s+(\d{{4}})\b", re.I), "My"),
+    (re.compile(r"(?<!\d)(\d{1,2})/(\d{4})(?!\d)"), "my"),
+)
+_SPAN_UNITS = r"(days?|d|weeks?|wks?|months?|mos?|years?|yrs?)"
+_AMOUNT = rf"({_NUM}|{'|'.join(_NUMBER_WORDS)}|a|an)"
+_AGO = re.compile(rf"\b{_AMOUNT}[\s-]*{_SPAN_UNITS}\s+(?:ago|prior|earlier|before)\b", re.I)
+_DURATION = re.compile(
+    rf"(?:\b(?:for|x|×|lasting|over|past|last|duration(?:\s+of)?:?|persist\w*|ongoing)\s+"
+    rf"(?:the\s+)?(?:past\s+|last\s+)?{_AMOUNT}\+?[\s-]*{_SPAN_UNITS}\b"
+    rf"|\b{_AMOUNT}\+?[\s-]*{_SPAN_UNITS}[\s-]+(?:history|duration|of)\b)",
+    re.I,
+)
+_NEAR_BEFORE = re.compile(r"[\d.,]+(?:\s*(?:-|–|to)\s*[\d.,]+)?[\s\-]*(?:[\w/%]+[\s\-]+){0,2}")
+_SINCE = re.compile(r"\b(?:since|beginning|began|started|starting|onset)\b[^.;]{0,20}$", re.I)
+_DAYS_PER = {"d": 1.0, "w": 7.0, "m": 365.25 / 12, "y": 365.25}
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """A number (or range) read from text, with the unit it was written in, if any."""
+
+    low: float
+    high: float
+    unit: str | None
+    start: int
+    end: int
+
+    def in_unit(self, unit: str) -> tuple[float, float] | None:
+        """The value in `unit`; a unitless value is taken as already in it."""
+        if self.unit is None:
+            if unit == "percent" and self.high <= 1.0:
+                return self.low * 100, self.high * 100
+            return self.low, self.high
+        low, high = convert(self.low, self.unit, unit), convert(self.high, self.unit, unit)
+        if low is None or high is None:
+            return None
+        return low, high
+
+
+@dataclass(frozen=True, slots=True)
+class TimePoint:
+    """When an event happened, as read from text (`start`/`end` locate the phrase)."""
+
+    date: dt.date
+    start: int
+    end: int
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", "."))
+
+
+def _amount(text: str) -> float:
+    text = text.lower()
+    if text in ("a", "an"):
+        return 1.0
+    return float(_NUMBER_WORDS[text]) if text in _NUMBER_WORDS else _number(text)
+
+
+def _unit_after(text: str, position: int, vocabulary: Vocabulary) -> tuple[str | None, int]:
+    """The unit spelled right after a number, longest spelling first; (None, position) if none."""
+    rest = text[position : position + 24]
+    stripped = rest.lstrip()
+    offset = position + len(rest) - len(stripped)
+    lowered = stripped.lower()
+    for spelling in sorted(vocabulary.unit_spellings, key=len, reverse=True):
+        if lowered.startswith(spelling.lower()):
+            end = len(spelling)
+            if end < len(stripped) and spelling[-1].isalpha() and stripped[end].isalpha():
+                continue
+            return vocabulary.unit_for(spelling), offset + end
+    return None, position
+
+
+def parse_measured(text: str, vocabulary: Vocabulary) -> list[Measured]:
+    """Every number or range in `text` with its unit (feet and inches become inches)."""
+    found: list[Measured] = []
+    covered = [(point.start, point.end) for point in find_dates(text, None)]
+    for match in _FEET_INCHES.finditer(text):
+        inches = int(match.group(1)) * 12 + _number(match.group(2))
+        found.append(Measured(inches, inches, "inch", match.start(), match.end()))
+        covered.append(match.span())
+    for match in _NUMBER.finditer(text):
+        if any(start <= match.start() < end for start, end in covered):
+            continue
+        if _THRESHOLD_BEFORE.search(text[max(0, match.start() - 24) : match.start()]):
+            continue
+        low = _number(match.group(1))
+        high = _number(match.group(2)) if match.group(2) else low
+        unit, end = _unit_after(text, match.end(), vocabulary)
+        found.append(Measured(min(low, high), max(low, high), unit, match.start(), end))
+    return sorted(found, key=lambda m: m.start)
+
+
+def measured_near(
+    text: str, start: int, end: int, vocabulary: Vocabulary
+) -> list[Measured]:
+    """Values that belong to the name at `text[start:end]`: right after it ("LVEF 30%",
+    "EF of 25-30 %") or, failing that, right before it ("54-year-old", "12 visits")."""
+    values = parse_measured(text, vocabulary)
+    after = [
+        value
+        for value in values
+        if value.start >= end and _FILLER.match(text[end : value.start]) is not None
+    ]
+    if after:
+        return after[:1]
+    before = [
+        value
+        for value in values
+        if value.start < start
+        and value.end <= end
+        and _NEAR_BEFORE.fullmatch(text[value.start : start]) is not None
+    ]
+    return before[-1:]
+
+
+def find_dates(text: str, today: dt.date | None) -> list[TimePoint]:
+    """Absolute dates ("2026-01-10", "01/10/2026", "Jan 10, 2026", "March 2026") and relative
+    ones ("69 days ago", "3 weeks prior", counted back from `today`, the note's date)."""
+    points: list[TimePoint] = []
+    taken: list[tuple[int, int]] = []
+    for pattern, order in _DATE_PATTERNS:
+        for match in pattern.finditer(text):
+            if any(s <= match.start() < e for s, e in taken):
+                continue
+            date = _to_date(match.groups(), order)
+            if date is not None:
+                points.append(TimePoint(date, match.start(), match.end()))
+                taken.append(match.span())
+    if today is not None:
+        for match in _AGO.finditer(text):
+            days = _amount(match.group(1)) * _DAYS_PER[match.group(2)[0].lower()]
+            points.append(TimePoint(today - dt.timedelta(days=days), match.start(), match.end()))
+    return sorted(points, key=lambda p: p.start)
+
+
+def find_durations(text: str) -> list[tuple[float, int, int]]:
+    """Stated durations in days ("for 14 weeks", "x 4 months", "6-month history")."""
+    found: list[tuple[float, int, int]] = []
+    for match in _DURATION.finditer(text):
+        amount, unit = (
+            (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+        )
+        days = _amount(amount) * _DAYS_PER[unit[0].lower()]
+        found.append((days, match.start(), match.end()))
+    return found
+
+
+def is_since(text: str, date_start: int) -> bool:
+    """Whether the date at `date_start` is an onset ("since 2025-11-01", "began in March")."""
+    return _SINCE.search(text[max(0, date_start - 40) : date_start]) is not None
+
+
+def _to_date(groups: tuple[str | None, ...], order: str) -> dt.date | None:
+    try:
+        match order:
+            case "ymd":
+                return dt.date(int(groups[0]), int(groups[1]), int(groups[2]))
+            case "mdy":
+                year = int(groups[2])
+                year = year + 2000 if year < 100 else year
+                return dt.date(year, int(groups[0]), int(groups[1]))
+            case "Mdy":
+                return dt.date(int(groups[2]), _MONTHS[groups[0].lower()], int(groups[1]))
+            case "dMy":
+                return dt.date(int(groups[2]), _MONTHS[groups[1].lower()], int(groups[0]))
+            case "My":
+                return dt.date(int(groups[1]), _MONTHS[groups[0].lower()], 15)
+            case "my":
+                return dt.date(int(groups[1]), int(groups[0]), 15)
+    except (ValueError, KeyError, TypeError):
+        return None
+    return None
+
+
+def month_only(text: str, today: dt.date) -> list[TimePoint]:
+    """A bare month ("since March") as its latest occurrence on or before `today`."""
+    points: list[TimePoint] = []
+    for match in re.finditer(rf"\b(?:since|in|from)\s+({_MONTH})\b(?!\.?,?\s*\d)", text, re.I):
+        month = _MONTHS[match.group(1).lower()]
+        year = today.year if month <= today.month else today.year - 1
+        points.append(TimePoint(dt.date(year, month, 1), match.start(1), match.end(1)))
+    return points

@@ -1,0 +1,80 @@
+"""General clinical vocabulary, read from data (`vocabulary/clinical-synonyms.json`).
+
+Nothing here names a policy or a condition: synonym groups widen an atom's aliases, unit
+spellings map what notes write (`kg/m2`, `lbs`, `events/h`) to pint units, extra ConText cues
+extend medspaCy's defaults, and fact words say which fact values mean present or absent.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["ContextCue", "Vocabulary", "load_vocabulary", "normalise_words"]
+
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])")
+_NON_WORD = re.compile(r"[^0-9a-z]+")
+
+
+def normalise_words(text: str) -> tuple[str, ...]:
+    """Words of a field name or alias: camelCase, dots, underscores, digits and case folded.
+
+    `echoEF` -> (echo, ef); `lv_ejection_fraction` -> (lv, ejection, fraction); `PHQ-9` and
+    `phq9Total` -> (phq, 9) and (phq, 9, total).
+    """
+    return tuple(word for word in _NON_WORD.split(_CAMEL.sub(" ", text).lower()) if word)
+
+
+class ContextCue(BaseModel):
+    """One extra ConText rule: a cue phrase and what it does to the mentions around it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    literal: str = Field(min_length=1)
+    category: Literal["NEGATED_EXISTENCE", "HYPOTHETICAL", "POSSIBLE_EXISTENCE", "FAMILY"]
+    direction: Literal["FORWARD", "BACKWARD", "BIDIRECTIONAL"]
+
+
+class FactWords(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    present: list[str] = Field(default_factory=list)
+    absent: list[str] = Field(default_factory=list)
+
+
+class Vocabulary(BaseModel):
+    """The vocabulary file, validated."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    about: str = ""
+    synonym_groups: list[list[str]] = Field(default_factory=list)
+    unit_spellings: dict[str, str] = Field(default_factory=dict)
+    context_rules: list[ContextCue] = Field(default_factory=list)
+    fact_words: FactWords = Field(default_factory=FactWords)
+
+    def expand(self, names: list[str]) -> list[str]:
+        """`names` plus every member of a synonym group that one of them belongs to."""
+        keys = {normalise_words(name) for name in names}
+        widened = list(names)
+        for group in self.synonym_groups:
+            if any(normalise_words(member) in keys for member in group):
+                widened.extend(group)
+        return list(dict.fromkeys(widened))
+
+    def unit_for(self, spelling: str) -> str | None:
+        """The pint unit a spelling in a note stands for (`lbs` -> `lb`), or None."""
+        return self._units().get(spelling.lower().strip())
+
+    def _units(self) -> dict[str, str]:
+        return {key.lower(): value for key, value in self.unit_spellings.items()}
+
+
+def load_vocabulary(path: Path | None) -> Vocabulary:
+    """Read and validate the vocabulary file; an empty vocabulary when `path` is None."""
+    if path is None:
+        return Vocabulary()
+    return Vocabulary.model_validate_json(path.read_bytes())

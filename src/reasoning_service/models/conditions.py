@@ -1,0 +1,274 @@
+"""Criteria as checkable conditions: a tree of typed atoms authored once per criterion.
+
+A criterion's `conditions` say what the criterion's prose means in terms that code can check
+against a case (docs/conditions.md has the full reference and examples):
+
+    {"applies_if": <node>,            optional: when it fails, the criterion is not_applicable
+     "require": <node>}               what must hold for `met`
+
+A node is `{"all_of": [node, ...]}`, `{"any_of": [node, ...]}`, `{"not": node}` or an atom:
+
+| kind          | holds when                                                                 |
+| ------------- | -------------------------------------------------------------------------- |
+| `quantity`    | a measured (or derived) value compares to a threshold, in compatible units |
+| `finding`     | the concept is documented as present (`expect: present`) or as absent      |
+| `time_window` | the time since an event (or a stated duration) is within / at least N units |
+| `category`    | the concept's value is one of the `allowed` values (at least `min_count`)   |
+
+Every atom names its `concept` and the `aliases` that find it in fact field names, fact values
+and document text; all vocabulary lives here, in data, never in code.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+
+__all__ = [
+    "AllOfConditions",
+    "AnyOfConditions",
+    "Atom",
+    "CategoryAtom",
+    "ConditionNode",
+    "Conditions",
+    "Derivation",
+    "FindingAtom",
+    "NotCondition",
+    "QuantityAtom",
+    "QuantityInput",
+    "TimeWindowAtom",
+    "atoms_of",
+]
+
+_ATOM_ID = r"^[a-z][a-z0-9_]{0,63}$"
+_FORMULA_NODES = (
+    ast.Expression,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.Name,
+    ast.Load,
+    ast.Constant,
+    ast.Add,
+    ast.Sub,
+    ast.Mult,
+    ast.Div,
+    ast.Pow,
+    ast.USub,
+)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+class _Concept(_Strict):
+    concept: str = Field(min_length=1, max_length=200)
+    """Canonical name of what is looked for, e.g. "left ventricular ejection fraction"."""
+    aliases: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        default_factory=list, max_length=100
+    )
+    """Other names for it in field names and text ("LVEF", "ejection fraction", "EF")."""
+
+    @property
+    def names(self) -> list[str]:
+        """The concept and its aliases, concept first, without duplicates."""
+        return list(dict.fromkeys([self.concept, *self.aliases]))
+
+
+class _AtomBase(_Concept):
+    id: str = Field(pattern=_ATOM_ID)
+    """Short id, unique within the criterion (`lvef`, `nyha_class`)."""
+    label: str = Field(min_length=1, max_length=300)
+    """The atom as one short checkable statement, shown to reviewers ("LVEF ≤ 35%")."""
+    question: str | None = Field(default=None, max_length=500)
+    """A narrow yes/no question for the LLM; defaults to one built from `label`."""
+
+
+class QuantityInput(_Concept):
+    """A measured value a derived quantity is computed from (weight and height for BMI)."""
+
+    unit: str = Field(min_length=1)
+    """Unit the formula expects this input in (`kg`, `m`)."""
+
+
+class Derivation(_Strict):
+    """How to compute the quantity from other measured values when it is not stated."""
+
+    formula: str = Field(min_length=1, max_length=200)
+    """Arithmetic over the input names: + - * / ** and numbers only (`weight / height ** 2`)."""
+    inputs: dict[str, QuantityInput] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _check_formula(self) -> Derivation:
+        try:
+            tree = ast.parse(self.formula, mode="eval")
+        except SyntaxError as exc:
+            raise ValueError(f"formula {self.formula!r} is not arithmetic: {exc.msg}") from exc
+        for node in ast.walk(tree):
+            if not isinstance(node, _FORMULA_NODES):
+                raise ValueError(f"formula {self.formula!r}: {type(node).__name__} not allowed")
+            if isinstance(node, ast.Name) and node.id not in self.inputs:
+                raise ValueError(f"formula {self.formula!r} names {node.id!r}, not an input")
+        return self
+
+
+class QuantityAtom(_AtomBase):
+    """A measured value compared to a threshold (`AHI ≥ 15 events/hour`, `BMI ≥ 35 kg/m2`)."""
+
+    kind: Literal["quantity"]
+    comparator: Literal[">=", ">", "<=", "<", "=="]
+    value: float
+    unit: str = Field(min_length=1)
+    """Unit of `value`; a stated value in another compatible unit is converted (pint)."""
+    derive: Derivation | None = None
+    """Compute the value from other measurements when the case does not state it."""
+    select: Literal["all", "latest"] = "all"
+    """`all`: every value found must agree; `latest`: the value of the latest dated source."""
+
+
+class FindingAtom(_AtomBase):
+    """A clinical finding documented as present, or documented as absent."""
+
+    kind: Literal["finding"]
+    expect: Literal["present", "absent"] = "present"
+    """`absent` needs evidence of absence: a false fact or an explicitly negated mention."""
+
+
+class TimeWindowAtom(_AtomBase):
+    """Time elapsed since an event (to `as_of`, or to a `reference` event), or a duration.
+
+    Evidence is an event date (fact value, dated mention, "69 days ago") or a stated duration
+    ("pain for 14 weeks", "since March 2026"). `concept`/`aliases` name the event.
+    """
+
+    kind: Literal["time_window"]
+    relation: Literal["within", "at_least", "between"]
+    """`within`: elapsed ≤ amount; `at_least`: elapsed ≥ amount; `between`: in [amount, amount_max]."""
+    amount: float = Field(ge=0)
+    amount_max: float | None = Field(default=None, ge=0)
+    unit: Literal["days", "weeks", "months", "years"]
+    reference: _Concept | None = None
+    """Measure to this event's date instead of the case's `as_of`."""
+
+    @model_validator(mode="after")
+    def _check_between(self) -> TimeWindowAtom:
+        if (self.relation == "between") != (self.amount_max is not None):
+            raise ValueError("amount_max is required with relation 'between', and only then")
+        if self.amount_max is not None and self.amount_max < self.amount:
+            raise ValueError("amount_max is below amount")
+        return self
+
+
+class CategoryAtom(_AtomBase):
+    """The concept's value is one of a set (NYHA II–III, initial vs renewal, device type)."""
+
+    kind: Literal["category"]
+    values: dict[str, list[Annotated[str, Field(min_length=1)]]] = Field(min_length=1)
+    """Every value the concept can take, each with the words that name it in a case."""
+    allowed: list[str] = Field(min_length=1)
+    """The values for which the atom holds."""
+    min_count: int = Field(default=1, ge=1)
+    """Distinct allowed values that must be documented (2 for "two different classes")."""
+    value_anywhere: bool = False
+    """Also count a value's words anywhere in the case text, not only next to the concept
+    (for values named by distinctive phrases, such as a drug or a device type)."""
+
+    @model_validator(mode="after")
+    def _check_allowed(self) -> CategoryAtom:
+        unknown = [value for value in self.allowed if value not in self.values]
+        if unknown:
+            raise ValueError(f"allowed names values not in `values`: {unknown}")
+        return self
+
+
+Atom = Annotated[
+    Annotated[QuantityAtom, Tag("quantity")]
+    | Annotated[FindingAtom, Tag("finding")]
+    | Annotated[TimeWindowAtom, Tag("time_window")]
+    | Annotated[CategoryAtom, Tag("category")],
+    Discriminator("kind"),
+]
+
+
+def _node_tag(node: object) -> str | None:
+    """Which kind of node a raw value is, so a bad tree reports one precise path."""
+    if isinstance(node, AllOfConditions | AnyOfConditions):
+        return "all_of" if isinstance(node, AllOfConditions) else "any_of"
+    if isinstance(node, NotCondition):
+        return "not"
+    if isinstance(node, BaseModel):
+        return "atom"
+    if isinstance(node, dict):
+        for key in ("all_of", "any_of", "not"):
+            if key in node:
+                return key
+        return "atom"
+    return None
+
+
+class AllOfConditions(_Strict):
+    all_of: list[ConditionNode] = Field(min_length=1)
+
+
+class AnyOfConditions(_Strict):
+    any_of: list[ConditionNode] = Field(min_length=1)
+
+
+class NotCondition(_Strict):
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, serialize_by_alias=True
+    )
+
+    not_: ConditionNode = Field(alias="not")
+
+
+ConditionNode = Annotated[
+    Annotated[AllOfConditions, Tag("all_of")]
+    | Annotated[AnyOfConditions, Tag("any_of")]
+    | Annotated[NotCondition, Tag("not")]
+    | Annotated[Atom, Tag("atom")],
+    Discriminator(_node_tag),
+]
+"""`all_of` / `any_of` / `not` over condition nodes, or one atom."""
+
+AllOfConditions.model_rebuild()
+AnyOfConditions.model_rebuild()
+NotCondition.model_rebuild()
+
+
+def atoms_of(node: ConditionNode) -> list[Atom]:
+    """Every atom of a condition tree, depth first."""
+    match node:
+        case AllOfConditions(all_of=children) | AnyOfConditions(any_of=children):
+            return [atom for child in children for atom in atoms_of(child)]
+        case NotCondition(not_=child):
+            return atoms_of(child)
+    return [node]
+
+
+class Conditions(_Strict):
+    """What a criterion means, as checkable conditions."""
+
+    applies_if: ConditionNode | None = None
+    """The situation the criterion is restricted to; when it fails -> `not_applicable`."""
+    when_applicability_unknown: Literal["evaluate", "not_applicable"] = "evaluate"
+    """With no evidence either way about `applies_if`: judge `require` (the safe default) or
+    treat the criterion as not applicable (for "If … less than 2 hours of sleep"-style
+    criteria that only matter when the case says so)."""
+    require: ConditionNode
+    """What must hold for the criterion to be `met`."""
+
+    @model_validator(mode="after")
+    def _check_unique_ids(self) -> Conditions:
+        ids = [atom.id for atom in self.atoms()]
+        duplicates = sorted({atom_id for atom_id in ids if ids.count(atom_id) > 1})
+        if duplicates:
+            raise ValueError(f"atom ids must be unique within the criterion: {duplicates}")
+        return self
+
+    def atoms(self) -> list[Atom]:
+        """Every atom, applicability first."""
+        head = atoms_of(self.applies_if) if self.applies_if is not None else []
+        return [*head, *atoms_of(self.require)]
