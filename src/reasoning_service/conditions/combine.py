@@ -51,9 +51,8 @@ def criterion_status(conditions: Conditions, states: Mapping[str, AtomState]) ->
         applies = combine(conditions.applies_if, states)
         if applies is AtomState.FAILS:
             return CriterionStatus.NOT_APPLICABLE
-        if applies is not AtomState.HOLDS and conditions.when_applicability_unknown == (
-            "not_applicable"
-        ):
+        unknown = applies is AtomState.NO_EVIDENCE
+        if unknown and conditions.when_applicability_unknown == "not_applicable":
             return CriterionStatus.NOT_APPLICABLE
     return _STATUS[combine(conditions.require, states)]
 

@@ -1,0 +1,71 @@
+"""Three-valued combination: `met` only when the tree holds, `not_met` only on a failure."""
+
+from __future__ import annotations
+
+import pytest
+
+from reasoning_service.conditions.combine import combine, criterion_status
+from reasoning_service.models import AtomState, CriterionStatus
+from reasoning_service.models.conditions import Conditions
+
+H, F, N, C = AtomState.HOLDS, AtomState.FAILS, AtomState.NO_EVIDENCE, AtomState.CONFLICTING
+
+
+def finding(atom_id: str) -> dict:
+    return {"kind": "finding", "id": atom_id, "label": atom_id, "concept": atom_id}
+
+
+def conditions(require: dict, **extra: object) -> Conditions:
+    return Conditions.model_validate({"require": require, **extra})
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "all_of", "any_of"),
+    [
+        (H, H, H, H),
+        (H, F, F, H),
+        (F, C, F, C),
+        (H, N, N, H),
+        (H, C, C, H),
+        (N, C, C, C),
+        (F, F, F, F),
+        (F, N, F, N),
+    ],
+)
+def test_all_of_and_any_of_follow_the_three_valued_table(a, b, all_of, any_of):
+    states = {"a": a, "b": b}
+    assert combine(conditions({"all_of": [finding("a"), finding("b")]}).require, states) is all_of
+    assert combine(conditions({"any_of": [finding("a"), finding("b")]}).require, states) is any_of
+
+
+@pytest.mark.parametrize(("state", "negated"), [(H, F), (F, H), (N, N), (C, C)])
+def test_not_swaps_holds_and_fails_only(state, negated):
+    assert combine(conditions({"not": finding("a")}).require, {"a": state}) is negated
+
+
+@pytest.mark.parametrize(
+    ("state", "status"),
+    [
+        (H, CriterionStatus.MET),
+        (F, CriterionStatus.NOT_MET),
+        (N, CriterionStatus.MISSING_INFO),
+        (C, CriterionStatus.UNCERTAIN),
+    ],
+)
+def test_the_required_tree_gives_the_status(state, status):
+    assert criterion_status(conditions(finding("a")), {"a": state}) is status
+
+
+def test_a_failed_precondition_makes_the_criterion_not_applicable():
+    rule = conditions(finding("a"), applies_if=finding("renewal"))
+    assert criterion_status(rule, {"renewal": F, "a": N}) is CriterionStatus.NOT_APPLICABLE
+    assert criterion_status(rule, {"renewal": H, "a": N}) is CriterionStatus.MISSING_INFO
+
+
+def test_unknown_applicability_is_judged_unless_the_criterion_says_otherwise():
+    judged = conditions(finding("a"), applies_if=finding("short_sleep"))
+    skipped = conditions(
+        finding("a"), applies_if=finding("short_sleep"), when_applicability_unknown="not_applicable"
+    )
+    assert criterion_status(judged, {"short_sleep": N, "a": F}) is CriterionStatus.NOT_MET
+    assert criterion_status(skipped, {"short_sleep": N, "a": F}) is CriterionStatus.NOT_APPLICABLE
