@@ -83,7 +83,9 @@ def _settle(observations: list[_Observation]) -> AtomVerdict:
     if len(says) == 1:
         outcome = says.pop()
         against = [o for o in weak if o.says is not outcome]
-        if against:
+        if against and outcome is _Says.HOLDS:
+            # A doubtful fact never overrides evidence of failure, but it does cast doubt on
+            # evidence that the atom holds: the unsafe direction.
             return _verdict(AtomState.CONFLICTING, [*trusted, *against], "sources disagree")
         state = AtomState.HOLDS if outcome is _Says.HOLDS else AtomState.FAILS
         return _verdict(state, trusted, "")
@@ -250,6 +252,7 @@ def _values(
     concept: QuantityAtom | QuantityInput, unit: str, reading: CaseReading, min_confidence: float
 ) -> list[_Value]:
     names = reading.names(concept.concept, concept.aliases)
+    other = tuple(concept.not_when) if isinstance(concept, QuantityAtom) else ()
     values: list[_Value] = []
     for view in reading.facts_named(names):
         for measured in _fact_measures(view, reading):
@@ -260,7 +263,7 @@ def _values(
                            _trusted(view, min_confidence), view.date)
                 )  # fmt: skip
     for mention in _about(reading.mentions(names)):
-        if mention.stance.negated:
+        if mention.stance.negated or _qualified(mention, other, reading):
             continue
         sentence = mention.sentence
         for measured in measured_near(sentence.text, mention.start, mention.end, reading.vocabulary):
@@ -270,6 +273,14 @@ def _values(
                     _Value(*converted, sentence.evidence(), mention.text, True, sentence.date)
                 )
     return values
+
+
+def _qualified(mention: Mention, words: tuple[str, ...], reading: CaseReading) -> bool:
+    """Whether one of `words` stands right before the mention ("Residual AHI")."""
+    if not words:
+        return False
+    before = mention.sentence.text[max(0, mention.start - 30) : mention.start]
+    return bool(reading.find_in(before, words))
 
 
 def _fact_measures(view: FactView, reading: CaseReading) -> list[Measured]:

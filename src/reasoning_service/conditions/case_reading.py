@@ -122,13 +122,14 @@ class ContextReader:
         from medspacy.context import ConText, ConTextRule
 
         nlp = spacy.blank("en")
-        context = ConText(nlp, rules="default")
-        context.add(
-            [
-                ConTextRule(cue.literal, cue.category, direction=cue.direction)
-                for cue in self._vocabulary.context_rules
-            ]
-        )
+        ours = [
+            ConTextRule(cue.literal, cue.category, direction=cue.direction)
+            for cue in self._vocabulary.context_rules
+        ]
+        replaced = {rule.literal.lower() for rule in ours}
+        defaults = ConText(nlp, rules="default").rules
+        context = ConText(nlp, rules=None)
+        context.add([rule for rule in defaults if rule.literal.lower() not in replaced] + ours)
         return nlp, context
 
     def stances(self, text: str, spans: list[tuple[int, int]]) -> list[Stance]:
@@ -245,11 +246,18 @@ class CaseReading:
             )
             if not spans:
                 continue
+            core = [_core_span(sentence.text, start, end) for start, end in spans]
             for (start, end), stance in zip(
-                spans, self.context.stances(sentence.text, spans), strict=True
+                spans, self.context.stances(sentence.text, core), strict=True
             ):
                 mentions.append(Mention(sentence, start, end, stance))
         return mentions
+
+
+def _core_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span ConText should judge: the name without a leading "history of"."""
+    prefix = _HISTORY_PREFIX.match(text[start:end])
+    return (start + prefix.end(), end) if prefix and start + prefix.end() < end else (start, end)
 
 
 def _doc_of(fact: Fact) -> str | None:
@@ -297,6 +305,11 @@ def _add_bounded(spans: list[tuple[int, int]], page: str, start: int, end: int) 
         spans.append((start, end))
 
 
+_NOT_AFTER = r"(?<![A-Za-z0-9])(?<![Nn]on-)(?<![Nn]on )(?<![Nn]on)"
+"""A name never matches inside a longer word, nor after "non-" ("non-sustained", "non ischemic")."""
+_HISTORY_PREFIX = re.compile(r"^(?:(?:past\s+|prior\s+|previous\s+)?(?:history|hx)\s+of|h/o|prior|previous)\s+", re.I)
+"""Words at the start of a name that ConText reads as its own cue ("No history of stroke")."""
+
 _PATTERN_CACHE: dict[tuple[str, ...], list[re.Pattern[str]]] = {}
 _PATTERN_LOCK = threading.Lock()
 
@@ -310,7 +323,7 @@ def _patterns(names: tuple[str, ...]) -> list[re.Pattern[str]]:
     folded = sorted({_alias_regex(n) for n in names if not _is_short_caps(n)}, key=len)[::-1]
     exact = sorted({_alias_regex(n) for n in names if _is_short_caps(n)}, key=len)[::-1]
     patterns = [
-        re.compile(rf"(?<![A-Za-z0-9])(?:{'|'.join(group)})(?![A-Za-z0-9])", flags)
+        re.compile(rf"{_NOT_AFTER}(?:{'|'.join(group)})(?![A-Za-z0-9])", flags)
         for group, flags in ((folded, re.IGNORECASE), (exact, 0))
         if group
     ]

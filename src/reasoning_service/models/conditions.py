@@ -126,6 +126,9 @@ class QuantityAtom(_AtomBase):
     """Compute the value from other measurements when the case does not state it."""
     select: Literal["all", "latest"] = "all"
     """`all`: every value found must agree; `latest`: the value of the latest dated source."""
+    not_when: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    """Words that mark another measurement of the same name when they stand right before the
+    name in a sentence (`residual` AHI on treatment, `goal` weight): such values are ignored."""
 
 
 class FindingAtom(_AtomBase):

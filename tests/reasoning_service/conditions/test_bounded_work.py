@@ -1,0 +1,38 @@
+"""No page can stall the evaluator: reading and checking a case grows linearly with its text.
+
+The ratio of two sizes is measured in the test's own run (machines are noisy; no absolute time).
+"""
+
+from __future__ import annotations
+
+import time
+
+from reasoning_service.conditions.atoms import evaluate_atom
+from reasoning_service.models.conditions import FindingAtom, QuantityAtom, TimeWindowAtom
+
+from .conftest import make_case
+
+ATOMS = [
+    FindingAtom(kind="finding", id="stroke", label="stroke", concept="stroke"),
+    QuantityAtom(kind="quantity", id="ef", label="EF", concept="ejection fraction",
+                 aliases=["EF"], comparator="<=", value=35, unit="percent"),  # fmt: skip
+    TimeWindowAtom(kind="time_window", id="mi", label="MI", concept="myocardial infarction",
+                   aliases=["MI"], relation="within", amount=40, unit="days"),  # fmt: skip
+]
+
+
+def _seconds(page: str, read) -> float:
+    started = time.perf_counter()
+    reading = read(make_case(page))
+    for atom in ATOMS:
+        evaluate_atom(atom, reading, 0.7)
+    return time.perf_counter() - started
+
+
+def test_an_unpunctuated_megabyte_page_costs_about_ten_times_a_tenth_of_it(read):
+    unit = "patient reports no stroke and ejection fraction was normal after the MI "
+    small = (unit * (100_000 // len(unit) + 1))[:100_000]
+    large = (unit * (1_000_000 // len(unit) + 1))[:1_000_000]
+    _seconds(small, read)  # warm-up: pipeline and patterns
+    ratio = _seconds(large, read) / _seconds(small, read)
+    assert ratio < 20, f"1 MB took {ratio:.1f}× the time of 100 KB: not linear"
