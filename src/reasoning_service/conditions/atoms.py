@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-from reasoning_service.conditions.case_reading import CaseReading, FactView, Mention
+from reasoning_service.conditions.case_reading import CaseReading, FactView, Mention, Sentence
 from reasoning_service.conditions.units import convert
 from reasoning_service.conditions.values import (
     Measured,
@@ -73,7 +73,90 @@ def evaluate_atom(atom: Atom, reading: CaseReading, min_confidence: float) -> At
             observations = _time_window(atom, reading, min_confidence)
         case CategoryAtom():
             observations = _category(atom, reading, min_confidence)
+    names = reading.names(atom.concept, atom.aliases)
+    observations = _document_wins(observations, reading, names)
+    if isinstance(atom, TimeWindowAtom) and atom.relation != "at_least":
+        observations = _any_occurrence(observations)
     return _settle(observations)
+
+
+def _document_wins(
+    observations: list[_Observation], reading: CaseReading, names: tuple[str, ...]
+) -> list[_Observation]:
+    """Drop a fact that its own source sentence contradicts: gold follows the document.
+
+    A fact read from a sentence is set aside when that sentence, read by itself, says the
+    opposite, or speaks of the concept only about a relative or hypothetically (an extractor
+    that dropped a negation or took a family history as the patient's). Disagreement between
+    different sources is left alone: that is a real conflict.
+    """
+    text = [o for o in observations if o.evidence.field is None and o.evidence.doc_id]
+    kept: list[_Observation] = []
+    for observation in observations:
+        sentences = _source_sentences(observation.evidence, reading)
+        if not sentences:
+            kept.append(observation)
+            continue
+        same_place = [
+            o for o in text
+            if any(_inside(o.evidence, sentence) for sentence in sentences)
+        ]  # fmt: skip
+        if any(o.says is not observation.says for o in same_place):
+            continue
+        if not same_place and _only_unaffirmed(sentences, reading, names):
+            continue
+        kept.append(observation)
+    return kept
+
+
+def _source_sentences(evidence: CaseEvidence, reading: CaseReading) -> list[Sentence]:
+    """The sentences a fact's source quote was taken from (none for text evidence)."""
+    if evidence.field is None or evidence.doc_id is None or not evidence.quote.strip():
+        return []
+    document = reading.case.document(evidence.doc_id)
+    if document is None:
+        return []
+    pages = [evidence.page] if evidence.page else range(1, len(document.pages) + 1)
+    for number in pages:
+        if not 1 <= number <= len(document.pages):
+            continue
+        start = document.pages[number - 1].find(evidence.quote.strip())
+        if start < 0:
+            continue
+        end = start + len(evidence.quote.strip())
+        return [
+            s for s in reading.sentences
+            if s.doc_id == evidence.doc_id and s.page == number and s.start < end and start < s.end
+        ]  # fmt: skip
+    return []
+
+
+def _inside(evidence: CaseEvidence, sentence: Sentence) -> bool:
+    return (
+        evidence.doc_id == sentence.doc_id
+        and evidence.page == sentence.page
+        and evidence.char_start == sentence.start
+    )
+
+
+def _only_unaffirmed(
+    sentences: list[Sentence], reading: CaseReading, names: tuple[str, ...]
+) -> bool:
+    indexes = {sentence.index for sentence in sentences}
+    here = [m for m in reading.mentions(names) if m.sentence.index in indexes]
+    return bool(here) and not any(m.stance.affirmed for m in here)
+
+
+def _any_occurrence(observations: list[_Observation]) -> list[_Observation]:
+    """For `within`/`between`: one dated occurrence inside the window is enough; other
+    occurrences of a recurring event (an old MI) do not contradict it."""
+    inside = [o for o in observations if o.says is _Says.HOLDS and o.trusted]
+    if not inside:
+        return observations
+    dated_outside = [
+        o for o in observations if o.says is _Says.FAILS and o.note.endswith("days before")
+    ]
+    return [o for o in observations if o not in dated_outside]
 
 
 def _settle(observations: list[_Observation]) -> AtomVerdict:

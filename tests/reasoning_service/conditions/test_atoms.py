@@ -93,12 +93,29 @@ def test_two_sources_that_disagree_are_conflicting(read):
     assert state(EF, case, read) is C
 
 
-def test_a_fact_that_contradicts_its_document_is_conflicting(read):
+def test_a_fact_that_its_own_sentence_contradicts_gives_way_to_the_document(read):
     case = make_case(
         "Echo today: LVEF 45%.",
         facts=[{"field": "echo.lvef", "value": 30, "source": {"doc_id": "note-1", "page": 1,
                                                              "quote": "LVEF 45%"}}],
     )  # fmt: skip
+    assert state(EF, case, read) is F
+
+
+def test_a_fact_taken_from_a_relatives_history_is_set_aside(read):
+    case = make_case(
+        "Family history: father had a stroke at 71.",
+        facts=[{"field": "history.stroke", "value": True, "source": {
+            "doc_id": "note-1", "page": 1, "quote": "father had a stroke at 71"}}],
+    )  # fmt: skip
+    assert state(STROKE, case, read) is N
+
+
+def test_a_fact_from_another_document_that_disagrees_is_a_conflict(read):
+    case = make_case(
+        "Echo today: LVEF 45%.",
+        facts=[{"field": "echo.lvef", "value": 30}],
+    )
     assert state(EF, case, read) is C
 
 
