@@ -123,7 +123,9 @@ class ContextReader:
 
         nlp = spacy.blank("en")
         ours = [
-            ConTextRule(cue.literal, cue.category, direction=cue.direction)
+            ConTextRule(
+                cue.literal, cue.category, direction=cue.direction, max_scope=cue.max_scope
+            )
             for cue in self._vocabulary.context_rules
         ]
         replaced = {rule.literal.lower() for rule in ours}

@@ -36,6 +36,8 @@ class ContextCue(BaseModel):
     literal: str = Field(min_length=1)
     category: Literal["NEGATED_EXISTENCE", "HYPOTHETICAL", "POSSIBLE_EXISTENCE", "FAMILY"]
     direction: Literal["FORWARD", "BACKWARD", "BIDIRECTIONAL"]
+    max_scope: int | None = Field(default=None, ge=1, le=50)
+    """Tokens the cue reaches; the whole sentence when unset."""
 
 
 class FactWords(BaseModel):
