@@ -31,7 +31,7 @@ from reasoning_service.llm.base import LLMClient
 from reasoning_service.llm.openai import build_openai_client
 from reasoning_service.llm.retry import RetryingLLMClient
 from reasoning_service.models import CriterionResult, EvaluationRequest, LLMReply, LLMRequest
-from reasoning_service.services.container import build_services
+from reasoning_service.service.container import build_services
 from reasoning_service.settings import Settings
 from reasoning_service.testing.live_server import LiveServer
 from reasoning_service.testing.scripted_server import ScriptedAPI

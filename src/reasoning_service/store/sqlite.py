@@ -27,7 +27,7 @@ from reasoning_service.models import (
     Policy,
     PolicySummary,
 )
-from reasoning_service.services.controller import CriterionTrace
+from reasoning_service.models.task import CriterionTrace
 from reasoning_service.store.schema import ensure_schema
 from retrieval.tree import TreeNode
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from reasoning_service.models import CaseBundle, EvaluationResult, Policy
-from reasoning_service.services.citations import verify_case_evidence, verify_policy_citation
+from reasoning_service.tools.citations import verify_case_evidence, verify_policy_citation
 
 DATA = Path(__file__).resolve().parents[4] / "shared" / "data"
 pytestmark = pytest.mark.skipif(not DATA.exists(), reason="shared/data is not beside the repo")

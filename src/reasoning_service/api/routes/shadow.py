@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 
 from reasoning_service.api.auth import AdminDep
 from reasoning_service.api.deps import ServicesDep
-from reasoning_service.store.shadow import ShadowReport, shadow_report
+from reasoning_service.store.comparisons import ShadowReport, shadow_report
 from reasoning_service.store.sqlite import SqliteStore
 
 router = APIRouter(prefix="/v1/shadow", tags=["rollout"])
