@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from reasoning_service.agent.loop_state import LoopState, ReActLimits, budget_exhausted
 from reasoning_service.errors import LLMError, PermanentLLMError
 from reasoning_service.llm.base import LLMClient
-from reasoning_service.llm.recording import interaction_sink
+from reasoning_service.llm.recording import complete_recorded
 from reasoning_service.models import (
     CaseEvidence,
     CriterionResult,
@@ -37,7 +38,6 @@ from reasoning_service.models import (
     Message,
     PolicyCitation,
     ReasonCode,
-    ReasoningStep,
     StepKind,
     ToolCall,
     ToolChoice,
@@ -45,14 +45,8 @@ from reasoning_service.models import (
 )
 from reasoning_service.models.task import Controller, CriterionTask
 from reasoning_service.prompts import Prompt
-from reasoning_service.tools.citations import verify_case_evidence, verify_policy_citation
-from reasoning_service.tools.executor import (
-    FINISH,
-    ToolExecutor,
-    ToolOutcome,
-    parse_arguments,
-    tool_specs,
-)
+from reasoning_service.tools.executor import ToolExecutor, ToolOutcome, tool_specs
+from reasoning_service.tools.finish import FINISH, check_finish, citations_retry_message
 from reasoning_service.tools.tree_search import TreeSearch
 from retrieval.service import RetrievalService
 
@@ -63,32 +57,7 @@ CONTINUATION_PROMPT = (
 LIMIT_PROMPT = "{reason} reached. Call finish now with the evidence you already have."
 _OBSERVATION_CHARS = 500
 _CITATION_PENALTY = 0.7
-_DECISIVE = frozenset({CriterionStatus.MET, CriterionStatus.NOT_MET})
-"""Statuses that claim the case shows something: they stand only on verified case evidence."""
-
-
-@dataclass(frozen=True)
-class ReActLimits:
-    max_iterations: int = 10
-    token_budget: int = 6000
-    abstain_below: float = 0.65
-    max_output_tokens: int = 800
-
-
-@dataclass
-class LoopState:
-    """What one run changes: the conversation, the trace and the usage."""
-
-    messages: list[Message]
-    steps: list[ReasoningStep] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    last_input_tokens: int = 0
-    """Prompt size of the latest call: the least the next call will cost."""
-    nudged: bool = False
-    citations_retried: bool = False
-
-    def step(self, kind: StepKind, content: str = "", **extra: Any) -> None:
-        self.steps.append(ReasoningStep(index=len(self.steps), kind=kind, content=content, **extra))
+_DEFAULT_LIMITS = ReActLimits()
 
 
 @dataclass(frozen=True)
@@ -114,7 +83,7 @@ class ReActController:
         retrieval: RetrievalService | None,
         tree_search: TreeSearch,
         fallback: Controller | None,
-        limits: ReActLimits = ReActLimits(),
+        limits: ReActLimits = _DEFAULT_LIMITS,
     ) -> None:
         self._llm = llm
         self._prompt = prompt
@@ -133,13 +102,10 @@ class ReActController:
         started = time.perf_counter()
         state = LoopState(messages=initial_messages(self._prompt, task))
         task.trace.messages = state.messages
-        token = interaction_sink.set(task.trace.interactions)
         try:
             result = await self._run(task, state)
         except LLMError as exc:
             result = await self._after_llm_failure(task, state, exc)
-        finally:
-            interaction_sink.reset(token)
         latency = (time.perf_counter() - started) * 1000
         return result.model_copy(
             update={"usage": result.usage.model_copy(update={"latency_ms": latency})}
@@ -150,11 +116,11 @@ class ReActController:
         for _ in range(self._limits.max_iterations):
             if budget_exhausted(state, self._limits):
                 return await self._force_finish(task, state, ReasonCode.TOKEN_BUDGET)
-            reply = await self._call(state, self._specs, ToolChoice.AUTO)
+            reply = await self._call(task, state, self._specs, ToolChoice.AUTO)
             finish = next((c for c in reply.tool_calls if c.name == FINISH), None)
             if finish is not None:
                 self._skip_calls(state, [c for c in reply.tool_calls if c is not finish])
-                match self._check_finish(task, state, finish, final=False):
+                match self._accept_finish(task, state, finish, final=False):
                     case FinishAccepted(result):
                         return result
                     case FinishRejected(message):
@@ -171,7 +137,11 @@ class ReActController:
         return await self._force_finish(task, state, ReasonCode.MAX_ITERATIONS)
 
     async def _call(
-        self, state: LoopState, tools: tuple[Any, ...], tool_choice: ToolChoice | str
+        self,
+        task: CriterionTask,
+        state: LoopState,
+        tools: tuple[Any, ...],
+        tool_choice: ToolChoice | str,
     ) -> LLMReply:
         request = LLMRequest(
             messages=tuple(state.messages),
@@ -179,7 +149,7 @@ class ReActController:
             tool_choice=tool_choice,
             max_output_tokens=self._limits.max_output_tokens,
         )
-        reply = await self._llm.complete(request)
+        reply = await complete_recorded(self._llm, request, task.trace.interactions)
         state.usage = state.usage + reply.usage
         state.last_input_tokens = reply.usage.input_tokens
         # Servers such as llama.cpp reject an assistant tool-call message whose content is null.
@@ -207,7 +177,9 @@ class ReActController:
                 is_error=outcome.is_error,
             )
         )
-        state.usage = state.usage + Usage(tool_calls=1, cache_hits=int(outcome.cache_hit))
+        state.usage = (
+            state.usage + outcome.usage + Usage(tool_calls=1, cache_hits=int(outcome.cache_hit))
+        )
         state.step(
             StepKind.OBSERVATION,
             outcome.content[:_OBSERVATION_CHARS],
@@ -232,18 +204,18 @@ class ReActController:
             ReasonCode.MAX_ITERATIONS: "The iteration limit is",
         }.get(reason, "The turn limit is")
         state.messages.append(Message(role="user", content=LIMIT_PROMPT.format(reason=label)))
-        reply = await self._call(state, self._finish_spec, FINISH)
+        reply = await self._call(task, state, self._finish_spec, FINISH)
         finish = next((c for c in reply.tool_calls if c.name == FINISH), None)
         if finish is not None:
             self._skip_calls(state, [c for c in reply.tool_calls if c is not finish])
-            checked = self._check_finish(task, state, finish, final=True, reason=reason)
+            checked = self._accept_finish(task, state, finish, final=True, reason=reason)
             if isinstance(checked, FinishAccepted):
                 return checked.result
         rationale = f"No verified result: {reason.value.replace('_', ' ')} reached."
         state.step(StepKind.DECISION, rationale)
         return self._result(task, state, CriterionStatus.UNCERTAIN, 0.0, rationale, [], [], reason)
 
-    def _check_finish(
+    def _accept_finish(
         self,
         task: CriterionTask,
         state: LoopState,
@@ -252,39 +224,37 @@ class ReActController:
         final: bool,
         reason: ReasonCode | None = None,
     ) -> FinishAccepted | FinishRejected:
-        arguments = parse_arguments(call)
-        if isinstance(arguments, str):
-            return FinishRejected(arguments)
-        policy_citations, case_evidence, problems = verify_citations(task, arguments)
-        status = CriterionStatus(arguments["status"])
-        decisive = status in _DECISIVE
-        if decisive and not case_evidence and not problems:
-            problems.append(
-                f"status {status.value} needs at least one case_evidence quote that shows it"
-            )
-        if problems and not final and not state.citations_retried:
+        """The agent's policy over `check_finish`: problems go back to the model once (unless
+        this is the last call); then unverified citations are dropped, confidence is lowered,
+        and a decision without case evidence or below the threshold becomes `uncertain`."""
+        checked = check_finish(task, call)
+        if isinstance(checked, str):
+            return FinishRejected(checked)
+        if checked.problems and not final and not state.citations_retried:
             state.citations_retried = True
-            return FinishRejected(
-                "Some citations could not be verified: "
-                + "; ".join(problems)
-                + ". Copy quotes exactly from tool results (policy quotes from the cited "
-                "node's text, case quotes from a document line or fact) and call finish again."
-            )
+            return FinishRejected(citations_retry_message(checked.problems))
         self._answer(state, ToolOutcome(call.id, FINISH, "accepted"))
-        confidence = float(arguments["confidence"])
-        if problems:
+        status, confidence = checked.status, checked.confidence
+        if checked.problems:
             reason = ReasonCode.INVALID_CITATION
             confidence *= _CITATION_PENALTY
-            if decisive and not case_evidence:
+            if checked.decisive and not checked.case_evidence:
                 status = CriterionStatus.UNCERTAIN
         if confidence < self._limits.abstain_below and status is not CriterionStatus.UNCERTAIN:
             status = CriterionStatus.UNCERTAIN
             reason = reason or ReasonCode.LOW_CONFIDENCE
-        rationale = str(arguments["rationale"])
+        rationale = checked.rationale
         state.step(StepKind.DECISION, f"{status.value} ({confidence:.2f}): {rationale}")
         return FinishAccepted(
             self._result(
-                task, state, status, confidence, rationale, policy_citations, case_evidence, reason
+                task,
+                state,
+                status,
+                confidence,
+                rationale,
+                checked.policy_citations,
+                checked.case_evidence,
+                reason,
             )
         )
 
@@ -366,47 +336,6 @@ def initial_messages(prompt: Prompt, task: CriterionTask) -> list[Message]:
         Message(role="system", content=prompt.system),
         Message(role="user", content=json.dumps(outline, ensure_ascii=False)),
     ]
-
-
-def budget_exhausted(state: LoopState, limits: ReActLimits) -> bool:
-    """True when the next call would cross the budget: it resends at least the last prompt."""
-    return state.usage.total_tokens + state.last_input_tokens > limits.token_budget
-
-
-def verify_citations(
-    task: CriterionTask, arguments: dict[str, Any]
-) -> tuple[list[PolicyCitation], list[CaseEvidence], list[str]]:
-    """Keep the citations that verify; describe the ones that do not."""
-    policy_citations, case_evidence, problems = [], [], []
-    for item in arguments["policy_citations"]:
-        citation = PolicyCitation(
-            policy_id=task.policy.policy_id, node_id=item["node_id"], quote=item["quote"]
-        )
-        verified = verify_policy_citation(task.policy, citation)
-        if verified is None:
-            problems.append(
-                f"policy quote {_short(item['quote'])} is not in node {item['node_id']}"
-            )
-        else:
-            policy_citations.append(verified)
-    for item in arguments["case_evidence"]:
-        evidence = CaseEvidence(
-            doc_id=item.get("doc_id"),
-            page=item.get("page"),
-            field=item.get("field"),
-            quote=item["quote"],
-        )
-        verified_evidence = verify_case_evidence(task.case, evidence)
-        if verified_evidence is None:
-            where = item.get("doc_id") or item.get("field") or "the case"
-            problems.append(f"case quote {_short(item['quote'])} is not in {where}")
-        else:
-            case_evidence.append(verified_evidence)
-    return policy_citations, case_evidence, problems
-
-
-def _short(text: str, limit: int = 80) -> str:
-    return json.dumps(text if len(text) <= limit else text[:limit] + "…")
 
 
 def _arguments_for_trace(call: ToolCall) -> dict[str, Any] | None:

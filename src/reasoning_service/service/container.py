@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from reasoning_service.agent.react_controller import ReActController, ReActLimits
+from reasoning_service.agent.loop_state import ReActLimits
+from reasoning_service.agent.react_controller import ReActController
 from reasoning_service.conditions.heuristic import HeuristicController
 from reasoning_service.errors import ConfigError
 from reasoning_service.llm.base import LLMClient

@@ -1,8 +1,9 @@
 """The tools the ReAct agent can call, and `ToolExecutor`, which validates and runs them.
 
 Tools: `pi_search` (find the governing policy section), `facts_get` (case facts and document
-lines), `spans_tighten` (exact sentences of one section), `finish` (the criterion result; the
-controller handles it). Arguments are validated against each tool's JSON schema before anything
+lines), `spans_tighten` (exact sentences of one section), and `finish` (the criterion result), whose
+schema, parsing and checks live in `finish.py`: the agent checks it there, it is never run here.
+Arguments are validated against each tool's JSON schema before anything
 runs; a bad call becomes an error result that tells the model how to fix it. Results are JSON,
 truncated for the model. A cache keyed on tool name plus canonical arguments lives as long as
 the executor, i.e. one criterion evaluation.
@@ -15,19 +16,16 @@ import json
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
-from reasoning_service.models import CaseBundle, Fact, ToolCall, ToolSpec
+from reasoning_service.models import CaseBundle, Fact, ToolCall, ToolSpec, Usage
 from reasoning_service.models.task import CriterionTask
+from reasoning_service.tools.arguments import check_arguments, validators_for
+from reasoning_service.tools.finish import FINISH, FINISH_DESCRIPTION, FINISH_PARAMETERS
 from reasoning_service.tools.tree_search import TreeSearch
 from retrieval.service import RetrievalService
 from retrieval.tree import find_node
-
-FINISH = "finish"
-_STATUSES = ["met", "not_met", "missing_info", "uncertain", "not_applicable"]
 
 TOOL_DESCRIPTIONS: dict[str, str] = {
     "pi_search": "Find the policy sections that govern a question. Returns node ids, titles, "
@@ -37,13 +35,12 @@ TOOL_DESCRIPTIONS: dict[str, str] = {
     "(words, case-insensitive). Each item says where it comes from (doc_id, page).",
     "spans_tighten": "Return the exact sentences of one policy section (node_id from pi_search) "
     "that best match a query, to quote them verbatim.",
-    "finish": "Give the final result for the criterion, once. Quotes must be copied exactly "
-    "from tool results.",
+    FINISH: FINISH_DESCRIPTION,
 }
 
 # No `maxLength` and no `pattern`: grammar-constrained runtimes (llama.cpp) expand a length into
 # one rule per character and crash on some regexes. Long arguments are cut in code instead
-# (`_MAX_ARGUMENT_CHARS`) and node ids are checked against the tree.
+# (`arguments.MAX_ARGUMENT_CHARS`) and node ids are checked against the tree.
 _PARAMETERS: dict[str, dict[str, Any]] = {
     "pi_search": {
         "type": "object",
@@ -68,45 +65,10 @@ _PARAMETERS: dict[str, dict[str, Any]] = {
         "required": ["node_id", "query"],
         "additionalProperties": False,
     },
-    "finish": {
-        "type": "object",
-        "properties": {
-            "status": {"type": "string", "enum": _STATUSES},
-            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-            "rationale": {"type": "string", "minLength": 1},
-            "policy_citations": {
-                "type": "array",
-                "maxItems": 5,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "node_id": {"type": "string"},
-                        "quote": {"type": "string", "minLength": 1},
-                    },
-                    "required": ["node_id", "quote"],
-                },
-            },
-            "case_evidence": {
-                "type": "array",
-                "maxItems": 8,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "doc_id": {"type": "string"},
-                        "page": {"type": "integer", "minimum": 1},
-                        "field": {"type": "string"},
-                        "quote": {"type": "string", "minLength": 1},
-                    },
-                    "required": ["quote"],
-                },
-            },
-        },
-        "required": ["status", "confidence", "rationale", "policy_citations", "case_evidence"],
-        "additionalProperties": False,
-    },
+    FINISH: FINISH_PARAMETERS,
 }
 
-_VALIDATORS = {name: Draft202012Validator(schema) for name, schema in _PARAMETERS.items()}
+_VALIDATORS = validators_for(_PARAMETERS)
 
 
 def tool_specs(descriptions: dict[str, str] | None = None) -> tuple[ToolSpec, ...]:
@@ -129,43 +91,24 @@ class ToolOutcome:
     cache_hit: bool = False
     duration_ms: float = 0.0
     arguments: dict[str, Any] | None = None
+    usage: Usage = field(default_factory=Usage)
+    """LLM tokens the tool itself spent (tree search); the loop adds them to the criterion's."""
 
 
 def parse_arguments(call: ToolCall) -> dict[str, Any] | str:
-    """The call's arguments, or an error message the model can act on."""
-    if call.name not in _VALIDATORS:
-        return (
-            f"Unknown tool {call.name!r}. Available tools: {', '.join(_PARAMETERS)}. "
-            "Call one of them."
-        )
-    try:
-        arguments = json.loads(call.arguments_json or "{}")
-    except json.JSONDecodeError as exc:
-        return f"Arguments of {call.name} are not valid JSON ({exc.msg}). Send a JSON object."
-    if not isinstance(arguments, dict):
-        return f"Arguments of {call.name} must be a JSON object."
-    errors = sorted(_VALIDATORS[call.name].iter_errors(arguments), key=lambda e: list(e.path))
-    if call.name == "facts_get" and not (arguments.get("field") or arguments.get("pattern")):
-        # Not in the schema: grammar-constrained runtimes reject `anyOf` of `required` lists.
+    """The call's arguments checked against its tool's schema, or a message the model can act on."""
+    return check_arguments(call, _PARAMETERS, _VALIDATORS, precheck=_needs_field_or_pattern)
+
+
+def _needs_field_or_pattern(name: str, arguments: dict[str, Any]) -> str | None:
+    # Not in the schema: grammar-constrained runtimes reject `anyOf` of `required` lists.
+    if name == "facts_get" and not (arguments.get("field") or arguments.get("pattern")):
         return "facts_get needs `field` (a fact name such as 'sleep_study.ahi') or `pattern`."
-    if errors:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e.path) or 'arguments'}: {e.message}" for e in errors[:3]
-        )
-        schema = json.dumps(_PARAMETERS[call.name]["properties"])
-        return f"Invalid arguments for {call.name}: {problems}. Expected properties: {schema}"
-    return {key: _cut(value) for key, value in arguments.items()}
-
-
-_MAX_ARGUMENT_CHARS = 2000
-
-
-def _cut(value: Any) -> Any:
-    return value[:_MAX_ARGUMENT_CHARS] if isinstance(value, str) else value
+    return None
 
 
 class ToolExecutor:
-    """Runs validated tool calls for one criterion task; `finish` is left to the controller."""
+    """Runs validated tool calls for one criterion task (never `finish`: see `finish.py`)."""
 
     def __init__(
         self,
@@ -196,29 +139,33 @@ class ToolExecutor:
                 call.id, call.name, self._cache[key], cache_hit=True, arguments=arguments
             )
         try:
-            result = await self._dispatch(call.name, arguments)
+            result, usage = await self._dispatch(call.name, arguments)
         except ToolUnavailable as exc:
             return ToolOutcome(call.id, call.name, str(exc), is_error=True, arguments=arguments)
         content = self._truncate(json.dumps(result, ensure_ascii=False, default=str))
         self._cache[key] = content
         elapsed = (time.perf_counter() - started) * 1000
-        return ToolOutcome(call.id, call.name, content, duration_ms=elapsed, arguments=arguments)
+        return ToolOutcome(
+            call.id, call.name, content, duration_ms=elapsed, arguments=arguments, usage=usage
+        )
 
-    async def _dispatch(self, name: str, arguments: dict[str, Any]) -> Any:
+    async def _dispatch(self, name: str, arguments: dict[str, Any]) -> tuple[Any, Usage]:
+        """The tool's result and the LLM tokens it spent."""
         match name:
             case "pi_search":
                 return await self._pi_search(arguments["query"])
             case "facts_get":
-                return facts_get(self._task.case, arguments.get("field"), arguments.get("pattern"))
+                found = facts_get(self._task.case, arguments.get("field"), arguments.get("pattern"))
+                return found, Usage()
             case "spans_tighten":
-                return await self._spans_tighten(arguments["node_id"], arguments["query"])
-            case "finish":
-                raise ToolUnavailable("finish is handled by the controller")
+                return await self._spans_tighten(arguments["node_id"], arguments["query"]), Usage()
         raise ToolUnavailable(f"Unknown tool {name!r}.")
 
-    async def _pi_search(self, query: str) -> dict[str, Any]:
+    async def _pi_search(self, query: str) -> tuple[dict[str, Any], Usage]:
         policy = self._task.policy
-        found = await self._tree_search.search(policy, query)
+        found = await self._tree_search.search(
+            policy, query, interactions=self._task.trace.interactions
+        )
         nodes = []
         for node_id in found.node_ids:
             node = find_node(policy.tree, node_id)
@@ -232,7 +179,7 @@ class ToolExecutor:
                     "text": node.text[:700],
                 }
             )
-        return {"policy_id": policy.policy_id, "method": found.method, "nodes": nodes}
+        return {"policy_id": policy.policy_id, "method": found.method, "nodes": nodes}, found.usage
 
     async def _spans_tighten(self, node_id: str, query: str) -> dict[str, Any]:
         if self._retrieval is None:

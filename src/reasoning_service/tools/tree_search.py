@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from reasoning_service.errors import LLMError
 from reasoning_service.llm.base import LLMClient
-from reasoning_service.models import LLMRequest, Message, Policy, ToolSpec
+from reasoning_service.llm.recording import complete_recorded
+from reasoning_service.models import LLMInteraction, LLMRequest, Message, Policy, ToolSpec, Usage
 from retrieval.service import RetrievalService
 from retrieval.tree import TreeNode, walk
 
@@ -46,10 +47,17 @@ class TreeSearchResult:
     method: str
     """`llm` or `lexical`."""
     thinking: str = ""
+    usage: Usage = field(default_factory=Usage)
+    """Tokens the LLM spent on this search (none for `lexical`); the criterion's usage adds it."""
 
 
 class TreeSearch(Protocol):
-    async def search(self, policy: Policy, query: str) -> TreeSearchResult: ...
+    async def search(
+        self, policy: Policy, query: str, *, interactions: list[LLMInteraction] | None = None
+    ) -> TreeSearchResult:
+        """Find the nodes for `query`; LLM calls are recorded into `interactions` (the
+        criterion's trace) through `complete_recorded`, the same path as the loop's calls."""
+        ...
 
 
 class LexicalTreeSearch:
@@ -59,7 +67,9 @@ class LexicalTreeSearch:
         self._retrieval = retrieval
         self._limit = limit
 
-    async def search(self, policy: Policy, query: str) -> TreeSearchResult:
+    async def search(
+        self, policy: Policy, query: str, *, interactions: list[LLMInteraction] | None = None
+    ) -> TreeSearchResult:
         hits = await self._retrieval.search_nodes(policy.policy_id, query, limit=self._limit)
         return TreeSearchResult([h.node_id for h in hits], method="lexical")
 
@@ -71,7 +81,9 @@ class LLMTreeSearch:
         self._llm = llm
         self._fallback = fallback
 
-    async def search(self, policy: Policy, query: str) -> TreeSearchResult:
+    async def search(
+        self, policy: Policy, query: str, *, interactions: list[LLMInteraction] | None = None
+    ) -> TreeSearchResult:
         request = LLMRequest(
             messages=(
                 Message(role="system", content=_PROMPT),
@@ -86,7 +98,9 @@ class LLMTreeSearch:
             max_output_tokens=300,
         )
         try:
-            reply = await self._llm.complete(request)
+            reply = await complete_recorded(
+                self._llm, request, interactions if interactions is not None else []
+            )
         except LLMError as exc:
             logger.warning("tree search fell back to lexical", extra={"error_kind": exc.kind})
             return await self._fallback.search(policy, query)
@@ -98,8 +112,10 @@ class LLMTreeSearch:
             except (json.JSONDecodeError, AttributeError):
                 continue
             if chosen:
-                return TreeSearchResult(chosen[:3], "llm", str(arguments.get("thinking", "")))
-        return await self._fallback.search(policy, query)
+                thinking = str(arguments.get("thinking", ""))
+                return TreeSearchResult(chosen[:3], "llm", thinking, usage=reply.usage)
+        found = await self._fallback.search(policy, query)
+        return replace(found, usage=reply.usage)
 
 
 def table_of_contents(nodes: list[TreeNode]) -> list[dict[str, object]]:

@@ -6,11 +6,8 @@ import json
 
 import pytest
 
-from reasoning_service.agent.react_controller import (
-    CONTINUATION_PROMPT,
-    ReActController,
-    ReActLimits,
-)
+from reasoning_service.agent.loop_state import ReActLimits
+from reasoning_service.agent.react_controller import CONTINUATION_PROMPT, ReActController
 from reasoning_service.conditions.heuristic import HeuristicController
 from reasoning_service.errors import AuthFailed, ProviderUnavailable
 from reasoning_service.llm.base import LLMClient

@@ -12,7 +12,8 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from reasoning_service.agent.react_controller import ReActController, ReActLimits
+from reasoning_service.agent.loop_state import ReActLimits
+from reasoning_service.agent.react_controller import ReActController
 from reasoning_service.llm.base import LLMClient
 from reasoning_service.llm.factory import build_llm_client
 from reasoning_service.llm.forced_tools import ForcedToolClient
