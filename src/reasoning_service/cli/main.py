@@ -13,9 +13,13 @@ from pathlib import Path
 from pydantic import ValidationError
 from rich.console import Console
 
+from reasoning_service.api.app import create_app
+from reasoning_service.bench import PROFILES, run_bench
 from reasoning_service.cli.render import render_evaluation
 from reasoning_service.errors import NotFoundError, ReasoningError
 from reasoning_service.harness.commands import add_eval_commands
+from reasoning_service.llm.local_server import find_model, is_runtime_installed
+from reasoning_service.logging_setup import configure_logging
 from reasoning_service.models import (
     CaseBundle,
     CriteriaSet,
@@ -25,6 +29,8 @@ from reasoning_service.models import (
 )
 from reasoning_service.service.container import Services, build_services
 from reasoning_service.settings import Settings
+from reasoning_service.store.comparisons import shadow_report
+from reasoning_service.store.keys import create_api_key
 from retrieval.tree import walk
 
 _DEMO_CASE = "cpap-example-001.json"
@@ -114,7 +120,6 @@ async def _with_services(settings: Settings, action: Callable[[Services], Awaita
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from reasoning_service.bench import PROFILES, run_bench
 
     profile = "smoke" if args.smoke else "quick" if args.quick else "full"
     asyncio.run(run_bench(PROFILES[profile], out_dir=args.out, data_dir=args.data))
@@ -124,8 +129,6 @@ def _bench(args: argparse.Namespace) -> int:
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
 
-    from reasoning_service.api.app import create_app
-    from reasoning_service.logging_setup import configure_logging
 
     configure_logging(settings.log_level, log_format=settings.log_format)
     uvicorn.run(
@@ -185,7 +188,6 @@ async def _index_policy(services: Services, args: argparse.Namespace, console: C
 
 def _demo_settings(settings: Settings) -> Settings:
     """The local model's ReAct loop when it is installed and no provider is set; else as is."""
-    from reasoning_service.llm.local_server import find_model, is_runtime_installed
 
     if settings.llm_provider is not None:
         return settings
@@ -247,10 +249,9 @@ async def _trace(services: Services, args: argparse.Namespace, console: Console)
 
 
 async def _create_api_key(services: Services, args: argparse.Namespace, console: Console) -> int:
-    from reasoning_service.store.keys import create_api_key
 
     key, plaintext = await create_api_key(
-        services.store,  # type: ignore[arg-type]
+        services.store,
         admin=args.admin,
         label=args.label,
     )
@@ -263,10 +264,9 @@ async def _create_api_key(services: Services, args: argparse.Namespace, console:
 
 
 async def _shadow_report(services: Services, args: argparse.Namespace, console: Console) -> int:
-    from reasoning_service.store.comparisons import shadow_report
 
     report = await shadow_report(
-        services.store,  # type: ignore[arg-type]
+        services.store,
         window_hours=args.window_hours,
     )
     if args.json:

@@ -16,25 +16,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reasoning_service.errors import ConfigError
+from reasoning_service.settings import check_controller_mode
 
-__all__ = ["FlagSource", "RolloutFlags", "check_controller_mode"]
+__all__ = ["FlagSource", "RolloutFlags"]
 
 logger = logging.getLogger(__name__)
-
-
-def check_controller_mode(value: str) -> str:
-    """Normalise a routing mode; ConfigError unless heuristic, react, shadow or ab:<0-100>."""
-    mode = str(value).strip().lower()
-    if mode in {"heuristic", "react", "shadow"}:
-        return mode
-    if mode.startswith("ab:"):
-        try:
-            percent = float(mode.removeprefix("ab:"))
-        except ValueError:
-            percent = -1.0
-        if 0.0 <= percent <= 100.0:
-            return mode
-    raise ConfigError(f"controller={value!r}: expected heuristic, react, shadow or ab:<0-100>")
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from reasoning_service.models import (
 from reasoning_service.models.result import ReasonCode
 from reasoning_service.models.task import Controller, CriterionTask
 from reasoning_service.store.comparisons import ShadowComparison, save_comparisons
-from reasoning_service.store.sqlite import SqliteStore
+from reasoning_service.store.sqlite import Store
 
 __all__ = ["ShadowRunner", "compare"]
 
@@ -89,7 +89,7 @@ class ShadowRunner:
     def __init__(
         self,
         *,
-        store: SqliteStore,
+        store: Store,
         metrics: Metrics | None = None,
         criterion_concurrency: int = 4,
         max_pending: int = 32,

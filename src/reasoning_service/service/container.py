@@ -100,7 +100,7 @@ async def build_services(
         flags=flags,
     )
     shadow = ShadowRunner(
-        store=store,  # type: ignore[arg-type]  # SqliteStore in practice; Store has no run()
+        store=store,
         metrics=metrics,
         criterion_concurrency=settings.criterion_concurrency,
         max_pending=settings.shadow_max_pending,

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from sqlite_utils import Database
 
-from reasoning_service.store.sqlite import SqliteStore
+from reasoning_service.store.sqlite import Store
 
 __all__ = [
     "AgreementCount",
@@ -86,13 +86,13 @@ def _row(c: ShadowComparison) -> dict[str, Any]:
     return row
 
 
-async def save_comparisons(store: SqliteStore, comparisons: list[ShadowComparison]) -> None:
+async def save_comparisons(store: Store, comparisons: list[ShadowComparison]) -> None:
     rows = [_row(c) for c in comparisons]
     await store.run(lambda db: db["shadow_comparisons"].insert_all(rows))
 
 
 async def list_comparisons(
-    store: SqliteStore, *, since: dt.datetime, until: dt.datetime | None = None
+    store: Store, *, since: dt.datetime, until: dt.datetime | None = None
 ) -> list[ShadowComparison]:
     until = until or dt.datetime.now(dt.UTC)
 
@@ -147,7 +147,7 @@ def summarise(
     )
 
 
-async def shadow_report(store: SqliteStore, *, window_hours: float = 24.0) -> ShadowReport:
+async def shadow_report(store: Store, *, window_hours: float = 24.0) -> ShadowReport:
     """Agreement over the last `window_hours`."""
     until = dt.datetime.now(dt.UTC)
     since = until - dt.timedelta(hours=window_hours)

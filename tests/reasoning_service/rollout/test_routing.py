@@ -9,8 +9,9 @@ from dataclasses import dataclass
 import pytest
 
 from reasoning_service.errors import ConfigError
-from reasoning_service.rollout.flags import FlagSource, RolloutFlags, check_controller_mode
+from reasoning_service.rollout.flags import FlagSource, RolloutFlags
 from reasoning_service.rollout.routing import Router, bucket
+from reasoning_service.settings import check_controller_mode
 
 
 @dataclass
