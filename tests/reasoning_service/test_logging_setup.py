@@ -40,9 +40,7 @@ def _logged_extra_keys() -> set[str]:
             if isinstance(node, ast.Call):
                 for keyword in node.keywords:
                     if keyword.arg == "extra" and isinstance(keyword.value, ast.Dict):
-                        keys |= {
-                            k.value for k in keyword.value.keys if isinstance(k, ast.Constant)
-                        }
+                        keys |= {k.value for k in keyword.value.keys if isinstance(k, ast.Constant)}
     return keys
 
 

@@ -309,3 +309,45 @@ async def test_interactions_are_recorded_per_criterion(cpap_case, cpap_policy, r
         json.loads(the_task.trace.interactions[0].reply.tool_calls[0].arguments_json)["status"]
         == "met"
     )
+
+
+async def test_tree_search_calls_share_the_trace_and_count_in_usage(
+    cpap_case, cpap_policy, retrieval
+):
+    """One trace path: the loop's calls and pi_search's LLM call land in the same criterion's
+    interactions, and the tree search's tokens are part of the criterion's usage."""
+    from reasoning_service.llm.recording import RecordingLLMClient, record_to_current_task
+    from reasoning_service.models import Usage
+    from reasoning_service.tools.tree_search import LLMTreeSearch
+
+    node = ahi_node(cpap_policy)
+    choice = tool_call("select_nodes", {"thinking": "AHI", "node_list": [node]})
+    search_llm = ScriptedLLM(
+        [
+            choice.model_copy(
+                update={"usage": Usage(input_tokens=400, output_tokens=10, llm_calls=1)}
+            )
+        ]
+    )
+    loop_llm = ScriptedLLM(
+        [tool_call("pi_search", {"query": "AHI threshold"}), good_finish(cpap_policy)]
+    )
+    controller = ReActController(
+        llm=RecordingLLMClient(loop_llm, record_to_current_task),
+        prompt=PROMPT,
+        retrieval=retrieval,
+        tree_search=LLMTreeSearch(
+            RecordingLLMClient(search_llm, record_to_current_task), LexicalTreeSearch(retrieval)
+        ),
+        fallback=None,
+    )
+    the_task = task(cpap_case, cpap_policy)
+    result = await controller.evaluate(the_task)
+    assert result.status is CriterionStatus.MET
+    assert len(the_task.trace.interactions) == 3  # loop, tree search, loop
+    recorded = [i.reply.usage for i in the_task.trace.interactions]
+    assert recorded[1] == Usage(input_tokens=400, output_tokens=10, llm_calls=1)
+    assert result.usage.input_tokens == sum(u.input_tokens for u in recorded)
+    assert result.usage.output_tokens == sum(u.output_tokens for u in recorded)
+    assert result.usage.llm_calls == 3
+    search_llm.assert_complete()
