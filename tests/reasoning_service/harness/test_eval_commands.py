@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from reasoning_service.cli import main
+from testdata import EXAMPLES, FIXTURES
 
-REPO = Path(__file__).resolve().parents[3]
-CASE = REPO / "tests" / "fixtures" / "cpap-dev-001.json"
+CASE = FIXTURES / "cpap-dev-001.json"
 
 
 @pytest.fixture
@@ -42,8 +42,8 @@ def test_eval_run_writes_results_summary_and_report_and_compare_shows_flips(
 ):
     monkeypatch.setenv("REASONING_DB_PATH", str(tmp_path / "db.sqlite"))
     data = tmp_path / "data"
-    shutil.copytree(REPO / "examples" / "policies", data / "policies")
-    shutil.copytree(REPO / "examples" / "criteria", data / "criteria")
+    shutil.copytree(EXAMPLES / "policies", data / "policies")
+    shutil.copytree(EXAMPLES / "criteria", data / "criteria")
 
     args = ["eval", "run", "--dataset", str(dataset), "--data", str(data)]
     assert main([*args, "--out", str(tmp_path / "a")]) == 0

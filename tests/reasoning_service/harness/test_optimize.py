@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from pathlib import Path
 
 from reasoning_service.agent.react_controller import ReActController
 from reasoning_service.harness.datasets import LabeledExample
@@ -23,8 +22,8 @@ from reasoning_service.prompts import Prompt, load_prompt
 from reasoning_service.testing.scripted_llm import ScriptedLLM, finish
 from reasoning_service.tools.tree_search import LexicalTreeSearch
 from retrieval import RetrievalService, build_tree_from_markdown, walk
+from testdata import EXAMPLES
 
-REPO = Path(__file__).resolve().parents[3]
 MARKER = "Always cite the exact case line that shows the value."
 GOLD = {
     "NCD-240.4/C1": (
@@ -39,7 +38,7 @@ GOLD = {
 
 
 def policy() -> Policy:
-    criteria = json.loads((REPO / "examples" / "criteria" / "NCD-240.4.json").read_text())
+    criteria = json.loads((EXAMPLES / "criteria" / "NCD-240.4.json").read_text())
     return Policy(
         policy_id="NCD-240.4",
         version="3",
@@ -48,7 +47,7 @@ def policy() -> Policy:
         source_format=SourceFormat.MARKDOWN,
         created_at=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
         tree=build_tree_from_markdown(
-            (REPO / "examples" / "policies" / "NCD-240.4.md").read_text()
+            (EXAMPLES / "policies" / "NCD-240.4.md").read_text()
         ),
         criteria=CriteriaSet.model_validate(criteria),
     )
