@@ -42,7 +42,7 @@ async def run_dspy_compare(
     try:
         import dspy
     except ImportError:
-        return {"skipped": "dspy is not installed (pip install -e '.[bench]')"}
+        return {"skipped": "dspy is not installed (the bench extra: make setup)"}
     agent = RecordingAgent()
     api = ScriptedAPI(responder=agent)
     retrieval = RetrievalService()
