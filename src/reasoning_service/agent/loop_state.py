@@ -37,7 +37,6 @@ class LoopState:
         self.steps.append(ReasoningStep(index=len(self.steps), kind=kind, content=content, **extra))
 
 
-
 def budget_exhausted(state: LoopState, limits: ReActLimits) -> bool:
     """True when the next call would cross the budget: it resends at least the last prompt."""
     return state.usage.total_tokens + state.last_input_tokens > limits.token_budget

@@ -129,7 +129,6 @@ def _bench(args: argparse.Namespace) -> int:
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
 
-
     configure_logging(settings.log_level, log_format=settings.log_format)
     uvicorn.run(
         create_app(settings),

@@ -3,7 +3,7 @@
 `EvaluationService` calls `ShadowRunner.schedule` *after* the served result is assembled and
 stored, so the response is exactly what it would be without a shadow and never waits for one.
 Each run compares the two per criterion (statuses, agreement, confidence delta, latency, tokens,
-errors of either side), stores the comparisons (`store/shadow.py`) and counts them in metrics.
+errors of either side), stores the comparisons (`store/comparisons.py`) and counts them in metrics.
 
 Tasks are kept in a set (the event loop holds only weak references), bounded by `max_pending`
 (beyond it a run is skipped and counted), and `aclose()` waits briefly then cancels the rest.

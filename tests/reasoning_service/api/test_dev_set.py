@@ -82,6 +82,6 @@ def test_every_dev_example_evaluates_with_verifiable_citations(client):
     ]
     accuracy = 1 - len(disagreements) / len(examples)
     assert not unsafe, f"unsafe met on {unsafe}"
-    assert accuracy >= ACCURACY_FLOOR, (
-        f"accuracy {accuracy:.3f} < {ACCURACY_FLOOR}:\n" + "\n".join(disagreements)
+    assert accuracy >= ACCURACY_FLOOR, f"accuracy {accuracy:.3f} < {ACCURACY_FLOOR}:\n" + "\n".join(
+        disagreements
     )

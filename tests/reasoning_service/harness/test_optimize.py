@@ -46,9 +46,7 @@ def policy() -> Policy:
         title="CPAP",
         source_format=SourceFormat.MARKDOWN,
         created_at=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
-        tree=build_tree_from_markdown(
-            (EXAMPLES / "policies" / "NCD-240.4.md").read_text()
-        ),
+        tree=build_tree_from_markdown((EXAMPLES / "policies" / "NCD-240.4.md").read_text()),
         criteria=CriteriaSet.model_validate(criteria),
     )
 
