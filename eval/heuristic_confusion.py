@@ -15,6 +15,7 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
+from reasoning_service.conditions.heuristic import HeuristicController
 from reasoning_service.models import (
     CaseBundle,
     CriteriaSet,
@@ -23,9 +24,8 @@ from reasoning_service.models import (
     Policy,
     SourceFormat,
 )
-from reasoning_service.services.citations import verify_case_evidence, verify_policy_citation
-from reasoning_service.services.controller import CriterionTask
-from reasoning_service.services.heuristic import HeuristicController
+from reasoning_service.models.task import CriterionTask
+from reasoning_service.tools.citations import verify_case_evidence, verify_policy_citation
 from retrieval.markdown import build_tree_from_markdown
 
 _STATUSES = [s.value for s in CriterionStatus]

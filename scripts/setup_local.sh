@@ -45,10 +45,11 @@ PY="$VENV/bin/python"
 PIP=("$PY" -m pip)
 
 if [[ ! -x "$PY" ]]; then
-  say "no $VENV: creating it and installing the project (.[dev])"
+  say "no $VENV: creating it and installing the locked dev environment (make setup)"
   python3 -m venv "$VENV"
   "${PIP[@]}" install --quiet --upgrade pip
-  "${PIP[@]}" install --quiet -e '.[dev]'
+  "${PIP[@]}" install --quiet -r requirements/dev.lock
+  "${PIP[@]}" install --quiet --no-deps -e .
 fi
 
 runtime_ok() {

@@ -38,6 +38,9 @@ request_id: ContextVar[str | None] = ContextVar("request_id", default=None)
 ALLOWED_FIELDS = frozenset(
     {
         "evaluation_id",
+        "policy_id",
+        "version",
+        "error_kind",
         "controller",
         "arm",
         "criteria",

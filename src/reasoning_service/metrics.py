@@ -32,6 +32,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from reasoning_service.errors import LLMError, TransientLLMError
 from reasoning_service.llm.base import LLMClient
+from reasoning_service.llm.wrapper import WrapperLLM
 from reasoning_service.models import CriterionResult, EvaluationResult, LLMReply, LLMRequest
 from reasoning_service.models.result import ReasonCode, StepKind
 
@@ -180,7 +181,7 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-class MeteredLLMClient:
+class MeteredLLMClient(WrapperLLM):
     """`LLMClient` wrapper timing each call and counting the errors that leave it.
 
     Wrap it *outside* the retry layer: a retried attempt is counted by `Metrics.on_retry`, the
@@ -188,20 +189,8 @@ class MeteredLLMClient:
     """
 
     def __init__(self, inner: LLMClient, metrics: Metrics) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._metrics = metrics
-
-    @property
-    def inner(self) -> LLMClient:
-        return self._inner
-
-    @property
-    def provider(self) -> str:
-        return self._inner.provider
-
-    @property
-    def model(self) -> str:
-        return self._inner.model
 
     async def complete(self, request: LLMRequest) -> LLMReply:
         started = time.perf_counter()
@@ -216,6 +205,3 @@ class MeteredLLMClient:
             self._metrics.llm_call_duration.labels(self.provider, outcome).observe(
                 time.perf_counter() - started
             )
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()

@@ -1,14 +1,13 @@
 """Markdown policies become heading trees whose node texts hold every criterion quote verbatim."""
 
 import json
-from pathlib import Path
 
 import pytest
 
 from retrieval import TreeNode, build_tree_from_markdown, walk
 from retrieval.markdown import PREAMBLE_TITLE
+from testdata import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 POLICY_IDS = sorted(path.stem for path in (EXAMPLES / "policies").glob("*.md"))
 
 DOC = """\

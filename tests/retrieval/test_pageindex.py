@@ -1,7 +1,6 @@
 """PageIndex tree JSON is imported as-is and exported in the same shape."""
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,8 +12,9 @@ from retrieval import (
     tree_to_pageindex,
     walk,
 )
+from testdata import EXAMPLES
 
-POLICY = Path(__file__).resolve().parents[2] / "examples" / "policies" / "NCD-240.4.md"
+POLICY = EXAMPLES / "policies" / "NCD-240.4.md"
 
 PDF_OUTPUT = {
     "doc_name": "annual-report.pdf",

@@ -16,8 +16,9 @@ from retrieval import (
     find_node,
     walk,
 )
+from testdata import EXAMPLES
 
-POLICIES = Path(__file__).resolve().parents[2] / "examples" / "policies"
+POLICIES = EXAMPLES / "policies"
 CPAP = "NCD-240.4"
 NASTY_QUERIES = [
     "",

@@ -7,8 +7,9 @@ import pytest
 from retrieval import build_tree_from_markdown, walk
 from retrieval.query import MAX_QUERY_TOKENS, to_match_expression, to_query_tokens
 from retrieval.spans import split_spans
+from testdata import EXAMPLES
 
-POLICIES = Path(__file__).resolve().parents[2] / "examples" / "policies"
+POLICIES = EXAMPLES / "policies"
 
 
 def _texts(text: str) -> list[str]:

@@ -13,7 +13,7 @@ from reasoning_service.api.auth import AUTH_RESPONSES, require_caller
 from reasoning_service.api.errors import ERROR_RESPONSES, install_error_handlers
 from reasoning_service.api.routes import evaluations, health, metrics, policies, shadow
 from reasoning_service.logging_setup import RequestIdMiddleware, configure_logging
-from reasoning_service.services.container import build_services
+from reasoning_service.service.container import build_services
 from reasoning_service.settings import Settings
 from reasoning_service.store import Store
 

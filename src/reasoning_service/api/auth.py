@@ -8,7 +8,7 @@ With REASONING_AUTH=off every caller is an anonymous admin (a warning is logged 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -17,7 +17,6 @@ from reasoning_service.api.deps import ServicesDep
 from reasoning_service.api.errors import ErrorResponse
 from reasoning_service.errors import Forbidden, Unauthenticated
 from reasoning_service.store.keys import find_api_key
-from reasoning_service.store.sqlite import SqliteStore
 
 __all__ = ["AUTH_RESPONSES", "AdminDep", "Caller", "CallerDep", "require_admin", "require_caller"]
 
@@ -59,7 +58,7 @@ async def require_caller(
         return Caller(key_id=None, admin=True)
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise Unauthenticated(_MISSING)
-    key = await find_api_key(cast(SqliteStore, services.store), credentials.credentials.strip())
+    key = await find_api_key(services.store, credentials.credentials.strip())
     if key is None:
         raise Unauthenticated("the API key is not valid (unknown or revoked)")
     request.state.key_id = key.key_id

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from reasoning_service.services.container import Services
+from reasoning_service.service.container import Services
 
 
 def get_services(request: Request) -> Services:

@@ -11,14 +11,14 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
-from reasoning_service.evaluation.datasets import (
+from reasoning_service.harness.datasets import (
     LabeledExample,
     load_data_dir,
     load_labeled_examples,
     to_policy,
 )
 from reasoning_service.models import CaseBundle, Policy
-from reasoning_service.services.controller import CriterionTask
+from reasoning_service.models.task import CriterionTask
 
 __all__ = ["BenchData", "BenchExample", "default_data_dir", "load_bench_data"]
 

@@ -14,15 +14,15 @@ import os
 import tempfile
 from typing import Any, Literal
 
+from reasoning_service.agent.react_controller import initial_messages
 from reasoning_service.bench.data import BenchData, BenchExample
 from reasoning_service.bench.wire import RecordingAgent
 from reasoning_service.models import CriterionResult, StepKind, ToolCall
 from reasoning_service.prompts import Prompt
-from reasoning_service.services.react_controller import initial_messages
-from reasoning_service.services.tool_handlers import FINISH, TOOL_DESCRIPTIONS, ToolExecutor
-from reasoning_service.services.tree_search import LexicalTreeSearch
 from reasoning_service.testing.live_server import LiveServer
 from reasoning_service.testing.scripted_server import ScriptedAPI
+from reasoning_service.tools.executor import FINISH, TOOL_DESCRIPTIONS, ToolExecutor
+from reasoning_service.tools.tree_search import LexicalTreeSearch
 from retrieval.service import RetrievalService
 
 __all__ = ["run_dspy_compare"]
@@ -42,7 +42,7 @@ async def run_dspy_compare(
     try:
         import dspy
     except ImportError:
-        return {"skipped": "dspy is not installed (pip install -e '.[bench]')"}
+        return {"skipped": "dspy is not installed (the bench extra: make setup)"}
     agent = RecordingAgent()
     api = ScriptedAPI(responder=agent)
     retrieval = RetrievalService()

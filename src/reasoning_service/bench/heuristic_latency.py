@@ -7,7 +7,7 @@ from typing import Any
 
 from reasoning_service.bench.data import BenchData, BenchExample
 from reasoning_service.bench.stats import summarise_ms
-from reasoning_service.services.heuristic import HeuristicController
+from reasoning_service.conditions.heuristic import HeuristicController
 from retrieval.service import RetrievalService
 
 __all__ = ["SEED_BASELINE_S", "run_heuristic_latency"]

@@ -18,7 +18,7 @@ from typing import Any
 from reasoning_service.bench.data import BenchData
 from reasoning_service.bench.stats import rss_mb, summarise_ms
 from reasoning_service.models import Policy
-from reasoning_service.services.tree_search import LexicalTreeSearch
+from reasoning_service.tools.tree_search import LexicalTreeSearch
 from retrieval.markdown import build_tree_from_markdown
 from retrieval.service import RetrievalService
 from retrieval.tree import walk

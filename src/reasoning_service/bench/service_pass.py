@@ -30,8 +30,9 @@ from reasoning_service.bench.wire import RecordingAgent, cost_usd
 from reasoning_service.llm.base import LLMClient
 from reasoning_service.llm.openai import build_openai_client
 from reasoning_service.llm.retry import RetryingLLMClient
+from reasoning_service.llm.wrapper import WrapperLLM
 from reasoning_service.models import CriterionResult, EvaluationRequest, LLMReply, LLMRequest
-from reasoning_service.services.container import build_services
+from reasoning_service.service.container import build_services
 from reasoning_service.settings import Settings
 from reasoning_service.testing.live_server import LiveServer
 from reasoning_service.testing.scripted_server import ScriptedAPI
@@ -57,20 +58,12 @@ def scripted_react_settings(db_path: Path | str, base_url: str, data_dir: Path) 
     )
 
 
-class _TimedLLM:
+class _TimedLLM(WrapperLLM):
     """Wraps the SDK adapter: records (start, end) of every call."""
 
     def __init__(self, inner: LLMClient) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.spans: list[tuple[float, float]] = []
-
-    @property
-    def provider(self) -> str:
-        return self._inner.provider
-
-    @property
-    def model(self) -> str:
-        return self._inner.model
 
     async def complete(self, request: LLMRequest) -> LLMReply:
         started = time.perf_counter()
@@ -78,9 +71,6 @@ class _TimedLLM:
             return await self._inner.complete(request)
         finally:
             self.spans.append((started, time.perf_counter()))
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
 
 @dataclass

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 
 from reasoning_service.llm.base import LLMClient
+from reasoning_service.llm.wrapper import WrapperLLM
 from reasoning_service.models.conversation import (
     LLMReply,
     LLMRequest,
@@ -109,23 +110,12 @@ def _as_act_call(call: ToolCall, thought: str) -> ToolCall:
     return ToolCall(id=call.id, name=ACT, arguments_json=json.dumps(payload))
 
 
-class ForcedToolClient:
+class ForcedToolClient(WrapperLLM):
     """`LLMClient` wrapper: every call with tools becomes a forced `act` call."""
 
     def __init__(self, inner: LLMClient) -> None:
-        self._inner = inner
-
-    @property
-    def provider(self) -> str:
-        return self._inner.provider
-
-    @property
-    def model(self) -> str:
-        return self._inner.model
+        super().__init__(inner)
 
     async def complete(self, request: LLMRequest) -> LLMReply:
         reply = await self._inner.complete(to_act_request(request))
         return from_act_reply(reply) if request.tools else reply
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()

@@ -10,7 +10,7 @@ Why these server flags (measured, see docs/local-llm.md):
 * no ``--chat_format``: the GGUF's own Jinja chat template is used. It is the only mode
   that passes ``role: tool`` results to the model (``chatml-function-calling`` drops them);
 * ``--n_ctx 4096`` fits a ReAct prompt with a few tool results for the small Qwen models;
-* ``--n_threads`` = usable cores (or ``$LOCAL_LLM_THREADS``): generation is CPU-bound;
+* ``--n_threads`` = usable cores (or ``REASONING_LOCAL_THREADS``): generation is CPU-bound;
 * ``--host 127.0.0.1`` and a free ephemeral port: the server is for this process only.
 
 Only a *named* ``tool_choice`` (``{"type": "function", "function": {"name": ...}}``) gives
@@ -185,10 +185,8 @@ class LocalLlamaServer:
         self.model_path = Path(model_path)
         self.host = host
         self.n_ctx = n_ctx
-        # $LOCAL_LLM_THREADS overrides the default: on a busy 2-core box 1 thread measured
-        # 4-8x faster than 2 (llama.cpp's threads spin-wait on each other).
-        env_threads = int(os.environ.get("LOCAL_LLM_THREADS", "0") or 0)
-        self.n_threads = n_threads or env_threads or usable_cores()
+        # `Settings.local_threads` (REASONING_LOCAL_THREADS) is passed in as `n_threads`.
+        self.n_threads = n_threads or usable_cores()
         self.model_alias = model_alias or self.model_path.stem
         self.python = python
         self.module = module

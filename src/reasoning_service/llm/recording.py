@@ -3,6 +3,10 @@
 Wrap order: `RetryingLLMClient(RecordingLLMClient(adapter))`. Recording sits *inside* retrying so
 each attempt — failed ones included — is its own record, numbered by `current_attempt`.
 
+The service's stack has one shared `RecordingLLMClient` whose sink is `record_to_current_task`;
+a criterion's calls go through `complete_recorded(llm, request, trace.interactions)`, the one path
+by which records reach a criterion's trace (the loop's calls and tree search's alike).
+
 Records go to a sink (the store, a list in tests), never to the log: they hold message contents,
 which are case data (PHI). The log gets nothing from here, and the API key never reaches this layer.
 """
@@ -16,15 +20,21 @@ from contextvars import ContextVar
 
 from reasoning_service.errors import LLMError
 from reasoning_service.llm.base import LLMClient, current_attempt
+from reasoning_service.llm.wrapper import WrapperLLM
 from reasoning_service.models.conversation import LLMInteraction, LLMReply, LLMRequest
 
-__all__ = ["InteractionSink", "RecordingLLMClient", "interaction_sink", "record_to_current_task"]
+__all__ = [
+    "InteractionSink",
+    "RecordingLLMClient",
+    "complete_recorded",
+    "record_to_current_task",
+]
 
 InteractionSink = Callable[[LLMInteraction], None] | list[LLMInteraction]
 """Where records go: a callable (e.g. a store writer) or a list to append to."""
 
 
-class RecordingLLMClient:
+class RecordingLLMClient(WrapperLLM):
     """`LLMClient` wrapper that hands one `LLMInteraction` per attempt to a sink, then re-raises."""
 
     def __init__(
@@ -35,18 +45,10 @@ class RecordingLLMClient:
         clock: Callable[[], float] = time.perf_counter,
         now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
     ) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._emit = sink.append if isinstance(sink, list) else sink
         self._clock = clock
         self._now = now
-
-    @property
-    def provider(self) -> str:
-        return self._inner.provider
-
-    @property
-    def model(self) -> str:
-        return self._inner.model
 
     async def complete(self, request: LLMRequest) -> LLMReply:
         started_at = self._now()
@@ -58,9 +60,6 @@ class RecordingLLMClient:
             raise
         self._emit(self._record(request, started_at, started, reply=reply))
         return reply
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
     def _record(
         self,
@@ -85,17 +84,32 @@ class RecordingLLMClient:
         )
 
 
-interaction_sink: ContextVar[list[LLMInteraction] | None] = ContextVar(
-    "interaction_sink", default=None
+_current_interactions: ContextVar[list[LLMInteraction] | None] = ContextVar(
+    "current_interactions", default=None
 )
-"""The interaction list of the criterion being evaluated in this asyncio task.
+"""The interaction list of the criterion whose call is in flight in this asyncio task.
 
-One LLM client serves many criteria at once; the controller sets this per task so the records of
-a shared `RecordingLLMClient` land in the right criterion's trace."""
+One LLM client stack serves many criteria at once; `complete_recorded` sets this around each
+call so the records of a shared `RecordingLLMClient` land in the right criterion's trace."""
+
+
+async def complete_recorded(
+    llm: LLMClient, request: LLMRequest, interactions: list[LLMInteraction]
+) -> LLMReply:
+    """The one trace path: call `llm` so that every attempt recorded inside it (by a
+    `RecordingLLMClient` whose sink is `record_to_current_task`) is appended to `interactions`.
+
+    The ReAct loop and tree search both call the LLM through here, with their criterion's list.
+    """
+    token = _current_interactions.set(interactions)
+    try:
+        return await llm.complete(request)
+    finally:
+        _current_interactions.reset(token)
 
 
 def record_to_current_task(interaction: LLMInteraction) -> None:
-    """Sink for a shared `RecordingLLMClient`: append to the current task's `interaction_sink`."""
-    target = interaction_sink.get()
+    """Sink for a shared `RecordingLLMClient`: append to the list `complete_recorded` set."""
+    target = _current_interactions.get()
     if target is not None:
         target.append(interaction)

@@ -22,6 +22,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 
 from reasoning_service.errors import TransientLLMError
 from reasoning_service.llm.base import LLMClient, current_attempt
+from reasoning_service.llm.wrapper import WrapperLLM
 from reasoning_service.models.conversation import LLMReply, LLMRequest
 
 __all__ = ["OnRetry", "RetryingLLMClient", "backoff_s"]
@@ -42,7 +43,7 @@ def backoff_s(
     return base_s * 2 ** (retry_number - 1)
 
 
-class RetryingLLMClient:
+class RetryingLLMClient(WrapperLLM):
     """`LLMClient` wrapper that retries transient failures with backoff (see module docstring)."""
 
     def __init__(
@@ -55,20 +56,12 @@ class RetryingLLMClient:
         sleep: Sleep = asyncio.sleep,
         on_retry: OnRetry | None = None,
     ) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._max_retries = max_retries
         self._base_s = base_s
         self._retry_after_cap_s = retry_after_cap_s
         self._sleep = sleep
         self._on_retry = on_retry
-
-    @property
-    def provider(self) -> str:
-        return self._inner.provider
-
-    @property
-    def model(self) -> str:
-        return self._inner.model
 
     async def complete(self, request: LLMRequest) -> LLMReply:
         """Call the inner client until it answers, fails for good, or retries run out.
@@ -86,9 +79,6 @@ class RetryingLLMClient:
             reraise=True,
         )
         return await retrying(self._attempt, request, itertools.count(1))
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
     async def _attempt(self, request: LLMRequest, attempt_numbers: Iterator[int]) -> LLMReply:
         token = current_attempt.set(next(attempt_numbers))

@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from reasoning_service.llm.base import LLMClient
+from reasoning_service.llm.wrapper import WrapperLLM
 from reasoning_service.models.conversation import (
     LLMReply,
     LLMRequest,
@@ -363,26 +364,15 @@ def _fit_bare_input(arguments: dict[str, Any], spec: ToolSpec | None) -> dict[st
     return arguments
 
 
-class TextReActClient:
+class TextReActClient(WrapperLLM):
     """`LLMClient` wrapper that speaks text ReAct to a model without native tool calling."""
 
     def __init__(self, inner: LLMClient, *, new_call_id: Callable[[], str] = _new_call_id) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._new_call_id = new_call_id
-
-    @property
-    def provider(self) -> str:
-        return self._inner.provider
-
-    @property
-    def model(self) -> str:
-        return self._inner.model
 
     async def complete(self, request: LLMRequest) -> LLMReply:
         reply = await self._inner.complete(to_text_request(request))
         if not request.tools:
             return reply
         return from_text_reply(reply, request.tools, new_call_id=self._new_call_id)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()

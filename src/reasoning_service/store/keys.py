@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from sqlite_utils import Database
 
-from reasoning_service.store.sqlite import SqliteStore
+from reasoning_service.store.sqlite import Store
 
 __all__ = ["ApiKey", "create_api_key", "find_api_key", "hash_key", "list_api_keys"]
 
@@ -34,7 +34,7 @@ def hash_key(key: str) -> str:
 
 
 async def create_api_key(
-    store: SqliteStore, *, admin: bool = False, label: str | None = None
+    store: Store, *, admin: bool = False, label: str | None = None
 ) -> tuple[ApiKey, str]:
     """Create and store a key; returns it with the plaintext key, which is not kept anywhere."""
     key_id = secrets.token_hex(4)
@@ -51,7 +51,7 @@ async def create_api_key(
     return ApiKey(key_id=key_id, admin=admin, label=label), plaintext
 
 
-async def find_api_key(store: SqliteStore, plaintext: str) -> ApiKey | None:
+async def find_api_key(store: Store, plaintext: str) -> ApiKey | None:
     """The live key whose hash matches, or None."""
     digest = hash_key(plaintext)
 
@@ -65,7 +65,7 @@ async def find_api_key(store: SqliteStore, plaintext: str) -> ApiKey | None:
     return ApiKey(key_id=rows[0]["key_id"], admin=bool(rows[0]["admin"]), label=rows[0]["label"])
 
 
-async def list_api_keys(store: SqliteStore) -> list[ApiKey]:
+async def list_api_keys(store: Store) -> list[ApiKey]:
     rows = await store.run(
         lambda db: list(db["api_keys"].rows_where("revoked_at is null", order_by="created_at"))
     )

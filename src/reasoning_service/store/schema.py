@@ -69,7 +69,7 @@ _TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
         },
         ("evaluation_id", "criterion_id", "seq"),
     ),
-    # One row per criterion of a shadow run (store/shadow.py). No case id: only ids and numbers.
+    # One row per criterion of a shadow run (store/comparisons.py). No case id: ids and numbers.
     "shadow_comparisons": (
         {
             "comparison_id": str,

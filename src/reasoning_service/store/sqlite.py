@@ -27,7 +27,7 @@ from reasoning_service.models import (
     Policy,
     PolicySummary,
 )
-from reasoning_service.services.controller import CriterionTrace
+from reasoning_service.models.task import CriterionTrace
 from reasoning_service.store.schema import ensure_schema
 from retrieval.tree import TreeNode
 
@@ -43,7 +43,17 @@ class StoredEvaluation:
 
 
 class Store(Protocol):
-    """What the services need from persistence."""
+    """What the services need from persistence: the whole surface callers use, so nobody casts
+    to `SqliteStore`. Modules with tables of their own (`keys.py`, `comparisons.py`) go
+    through `run`."""
+
+    async def run(self, operation: Callable[[Database], T]) -> T:
+        """Run `operation(db)` off the event loop, in one transaction.
+
+        Raises:
+            StoreError: the database failed.
+        """
+        ...
 
     async def save_policy(self, policy: Policy) -> None: ...
     async def get_policy(self, policy_id: str, version: str | None = None) -> Policy | None: ...

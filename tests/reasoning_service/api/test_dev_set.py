@@ -1,19 +1,27 @@
 """The shared dev data end to end over HTTP: all five policies with their criteria upload, every
-dev case evaluates against its policy without an error, and every citation verifies.
+dev case evaluates against its policy without an error, every citation verifies, and the statuses
+match the gold labels well enough.
+
+Quality floor (the default controller, over every labeled criterion of shared/data/eval/dev.jsonl):
+    - no unsafe `met`: never `met` where the gold status is `not_met` or `missing_info`;
+    - status accuracy at least `ACCURACY_FLOOR` (0.85).
+A change that drops below either floor fails here, with the disagreements listed.
 
 Skipped when the workspace's `shared/data` folder is not beside the repository."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from reasoning_service.models import CaseBundle, EvaluationResult, Policy
-from reasoning_service.services.citations import verify_case_evidence, verify_policy_citation
+from reasoning_service.tools.citations import verify_case_evidence, verify_policy_citation
+from testdata import SHARED_DATA
 
-DATA = Path(__file__).resolve().parents[4] / "shared" / "data"
+DATA = SHARED_DATA
+ACCURACY_FLOOR = 0.85
+UNSAFE_FOR_MET = {"not_met", "missing_info"}
 pytestmark = pytest.mark.skipif(not DATA.exists(), reason="shared/data is not beside the repo")
 
 
@@ -61,3 +69,19 @@ def test_every_dev_example_evaluates_with_verifiable_citations(client):
             for evidence in criterion.case_evidence:
                 assert verify_case_evidence(case, evidence), evidence
     assert {e["example_id"] for e in examples} <= set(statuses)
+
+    disagreements = [
+        f"{e['example_id']}: gold {e['gold_status']}, got {statuses[e['example_id']]}"
+        for e in examples
+        if statuses[e["example_id"]] != e["gold_status"]
+    ]
+    unsafe = [
+        e["example_id"]
+        for e in examples
+        if statuses[e["example_id"]] == "met" and e["gold_status"] in UNSAFE_FOR_MET
+    ]
+    accuracy = 1 - len(disagreements) / len(examples)
+    assert not unsafe, f"unsafe met on {unsafe}"
+    assert accuracy >= ACCURACY_FLOOR, f"accuracy {accuracy:.3f} < {ACCURACY_FLOOR}:\n" + "\n".join(
+        disagreements
+    )

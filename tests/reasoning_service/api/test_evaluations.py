@@ -8,8 +8,8 @@ import httpx
 
 from reasoning_service.api.app import create_app
 from reasoning_service.models import CaseBundle, EvaluationResult, Policy
-from reasoning_service.services.citations import verify_case_evidence, verify_policy_citation
 from reasoning_service.testing.live_server import LiveServer
+from reasoning_service.tools.citations import verify_case_evidence, verify_policy_citation
 
 
 def assert_citations_verify(result: EvaluationResult, policy: Policy, case: CaseBundle) -> None:

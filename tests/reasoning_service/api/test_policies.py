@@ -5,11 +5,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from pathlib import Path
 
 from fpdf import FPDF
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+from testdata import EXAMPLES
 
 
 def test_health_and_readiness(client):

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from reasoning_service.bench import PROFILES, SECTIONS, run_bench
 from reasoning_service.cli import main
 from reasoning_service.testing.scripted_agent import PolicyAgent, plan_step
-
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+from testdata import EXAMPLES
 
 
 async def test_smoke_bench_writes_every_section(tmp_path):

@@ -6,8 +6,8 @@ import json
 
 from reasoning_service.llm.forced_tools import ACT, ForcedToolClient, from_act_reply, to_act_request
 from reasoning_service.models import LLMReply, LLMRequest, Message, ToolCall, ToolSpec
-from reasoning_service.services.tool_handlers import tool_specs
 from reasoning_service.testing.scripted_llm import ScriptedLLM, tool_call
+from reasoning_service.tools.executor import tool_specs
 
 TOOLS = tool_specs()
 

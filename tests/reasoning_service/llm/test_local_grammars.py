@@ -12,9 +12,9 @@ import pytest
 
 from reasoning_service.llm.forced_tools import act_spec
 from reasoning_service.llm.local_server import find_model, is_runtime_installed
-from reasoning_service.services.tool_handlers import tool_specs
-from reasoning_service.services.tree_search import _SELECT
 from reasoning_service.settings import Settings
+from reasoning_service.tools.executor import tool_specs
+from reasoning_service.tools.tree_search import _SELECT
 
 pytestmark = pytest.mark.local_llm
 MODEL = find_model(Settings().models_dir, "qwen2.5-coder-0.5b")

@@ -19,7 +19,7 @@ from reasoning_service.models import (
     Recommendation,
     SourceFormat,
 )
-from reasoning_service.services.controller import CriterionTrace
+from reasoning_service.models.task import CriterionTrace
 from reasoning_service.store import SqliteStore
 from retrieval import TreeNode
 

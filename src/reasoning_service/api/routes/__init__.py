@@ -1,0 +1,1 @@
+"""One route module per resource; `app.py` includes their routers."""

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, cast
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 
 from reasoning_service.api.auth import AdminDep
 from reasoning_service.api.deps import ServicesDep
-from reasoning_service.store.shadow import ShadowReport, shadow_report
-from reasoning_service.store.sqlite import SqliteStore
+from reasoning_service.store.comparisons import ShadowReport, shadow_report
 
 router = APIRouter(prefix="/v1/shadow", tags=["rollout"])
 
@@ -21,4 +20,4 @@ async def get_shadow_report(
     window_hours: Annotated[float, Query(gt=0, le=24 * 366)] = 24.0,
 ) -> ShadowReport:
     """Agreement overall, per criterion and per status pair over the last `window_hours`."""
-    return await shadow_report(cast(SqliteStore, services.store), window_hours=window_hours)
+    return await shadow_report(services.store, window_hours=window_hours)

@@ -1,0 +1,234 @@
+"""`reasoning-service eval run | compare | optimize`: the harness from the command line.
+
+Runs go through the same controllers the API serves (built by the service container); labeled
+data and the policies it names can live anywhere (`--dataset`, `--trialgpt`, `--data`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from pathlib import Path
+
+from pydantic import SecretStr
+from rich.console import Console
+
+from reasoning_service.errors import InvalidInputError
+from reasoning_service.harness.datasets import (
+    LabeledExample,
+    load_data_dir,
+    load_labeled_examples,
+    load_trialgpt,
+    to_policy,
+)
+from reasoning_service.harness.report import compare_runs, render_comparison
+from reasoning_service.harness.runner import run_eval
+from reasoning_service.llm.base import LLMClient
+from reasoning_service.llm.factory import build_llm_client
+from reasoning_service.llm.recording import record_to_current_task
+from reasoning_service.models import CaseBundle, CriterionResult, Policy
+from reasoning_service.models.task import CriterionTask
+from reasoning_service.service.container import Services, build_controller
+from reasoning_service.testing.live_server import LiveServer
+from reasoning_service.testing.scripted_agent import PolicyAgent
+from reasoning_service.testing.scripted_server import ScriptedAPI
+
+
+def add_eval_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Register `eval run`, `eval compare` and `eval optimize`."""
+    parser = commands.add_parser("eval", help="evaluate on labeled data, compare, optimise")
+    sub = parser.add_subparsers(dest="eval_command", required=True)
+
+    run = sub.add_parser("run", help="run a controller over labeled examples")
+    _add_data_arguments(run)
+    run.add_argument("--controller", choices=["heuristic", "react"], default="heuristic")
+    run.add_argument("--prompt", help="prompt id for the react controller")
+    run.add_argument(
+        "--llm",
+        choices=["configured", "scripted"],
+        default="configured",
+        help="react's model: the configured provider, or the deterministic scripted agent "
+        "served on 127.0.0.1 (offline runs of the whole LLM path)",
+    )
+    run.add_argument("--limit", type=int)
+    run.add_argument("--concurrency", type=int, default=4)
+    run.add_argument("--out", type=Path, required=True, help="run folder (resumable)")
+    run.set_defaults(run=_run)
+
+    compare = sub.add_parser("compare", help="difference of two runs, with per-example flips")
+    compare.add_argument("run_a", type=Path)
+    compare.add_argument("run_b", type=Path)
+    compare.set_defaults(run=_compare)
+
+    optimize = sub.add_parser("optimize", help="evolve the react prompt with GEPA")
+    _add_data_arguments(optimize)
+    optimize.add_argument("--budget", type=int, required=True, help="metric calls GEPA may spend")
+    optimize.add_argument("--prompt", help="base prompt id (default: the configured one)")
+    optimize.add_argument("--new-prompt-id")
+    optimize.add_argument("--limit", type=int)
+    optimize.add_argument("--val-fraction", type=float, default=0.5)
+    optimize.add_argument("--minibatch", type=int, default=3)
+    optimize.add_argument("--seed", type=int, default=0)
+    optimize.add_argument("--run-dir", type=Path, help="GEPA state, to resume a stopped run")
+    optimize.set_defaults(run=_optimize)
+
+
+def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--dataset", type=Path, help="labeled examples (.jsonl)")
+    source.add_argument("--trialgpt", type=Path, help="TrialGPT criterion annotations (.json)")
+    parser.add_argument(
+        "--data", type=Path, help="folder like shared/data: policies/manifest.json and criteria/"
+    )
+
+
+async def load_examples(
+    services: Services, args: argparse.Namespace
+) -> tuple[list[LabeledExample], dict[str, Policy]]:
+    """The examples and every policy they name, indexed for retrieval (in memory only)."""
+    policies: dict[str, Policy] = {}
+    if args.trialgpt:
+        examples, sources = load_trialgpt(args.trialgpt)
+        policies.update({pid: to_policy(source) for pid, source in sources.items()})
+    else:
+        examples = load_labeled_examples(args.dataset)
+    if args.data:
+        policies.update({s.entry.policy_id: to_policy(s) for s in load_data_dir(args.data)})
+    if args.limit:
+        examples = examples[: args.limit]
+    for policy_id in sorted({e.policy_id for e in examples} - policies.keys()):
+        policies[policy_id] = await services.policies.get(policy_id)
+    for policy_id in {e.policy_id for e in examples}:
+        policy = policies[policy_id]
+        await services.retrieval.index_policy(policy.policy_id, policy.tree)
+    return examples, policies
+
+
+async def _run(services: Services, args: argparse.Namespace, console: Console) -> int:
+    if args.llm == "scripted" and args.controller == "react":
+        with LiveServer(ScriptedAPI(responder=PolicyAgent()).app) as server:
+            scripted = services.settings.model_copy(
+                update={
+                    "llm_provider": "openai",
+                    "llm_model": "scripted-agent",
+                    "llm_base_url": f"{server.url}/v1",
+                    "llm_api_key": SecretStr("scripted"),
+                }
+            )
+            llm = build_llm_client(scripted, sink=record_to_current_task)
+            try:
+                return await _run_with(services, args, console, llm)
+            finally:
+                if llm is not None:
+                    await llm.aclose()
+    return await _run_with(services, args, console, None)
+
+
+async def _run_with(
+    services: Services, args: argparse.Namespace, console: Console, llm: LLMClient | None
+) -> int:
+    examples, policies = await load_examples(services, args)
+    controller = build_controller(services, args.controller, prompt_id=args.prompt, llm=llm)
+    react_llm = (llm or services.llm) if args.controller == "react" else None
+    model = react_llm.model if react_llm else None
+
+    async def evaluate(case: CaseBundle, policy: Policy, criterion_id: str) -> CriterionResult:
+        criterion = policy.criteria.criterion(criterion_id) if policy.criteria else None
+        if criterion is None:
+            raise InvalidInputError(f"{criterion_id} is not a criterion of {policy.policy_id}")
+        return await controller.evaluate(
+            CriterionTask(case=case, policy=policy, criterion=criterion)
+        )
+
+    summary = await run_eval(
+        examples,
+        policies,
+        evaluate,
+        out_dir=args.out,
+        concurrency=args.concurrency,
+        run_info={
+            "controller": args.controller,
+            "prompt_id": getattr(controller, "prompt_id", None),
+            "model": model,
+            "dataset": str(args.dataset or args.trialgpt),
+        },
+    )
+    metrics = summary.metrics
+    console.print(
+        f"{metrics.n} examples ({summary.counts.resumed} resumed): "
+        f"accuracy {metrics.status_accuracy:.3f}, macro-F1 {metrics.macro_f1:.3f}, "
+        f"unsafe-met {metrics.unsafe_met} of {metrics.unsafe_met_denominator}, "
+        f"citations {metrics.citation_accuracy:.3f}, ECE {metrics.ece:.3f}, "
+        f"composite {metrics.composite:.3f}"
+    )
+    console.print(f"Wrote {args.out}/results.jsonl, summary.json and report.html")
+    return 0
+
+
+async def _compare(services: Services, args: argparse.Namespace, console: Console) -> int:
+    print(render_comparison(compare_runs(args.run_a, args.run_b)))
+    return 0
+
+
+async def _optimize(services: Services, args: argparse.Namespace, console: Console) -> int:
+    from reasoning_service.harness.optimize import optimize_prompt
+    from reasoning_service.prompts import load_prompt
+
+    examples, policies = await load_examples(services, args)
+    train, val = split(examples, args.val_fraction, seed=args.seed)
+    settings = services.settings
+    base = load_prompt(settings.prompts_dir, args.prompt or settings.prompt_id)
+    # A separately configured reflection model gets a client of its own (plain text, so no
+    # tool-calling mode); otherwise the service's own LLM reflects.
+    own_reflection = (
+        build_llm_client(
+            settings.reflection_settings().model_copy(update={"tool_calling_mode": "native"})
+        )
+        if settings.reflection_provider
+        else None
+    )
+    reflection = own_reflection or services.llm
+    if reflection is None:
+        raise InvalidInputError(
+            "eval optimize needs a model: set REASONING_LLM_* or REASONING_REFLECTION_*"
+        )
+    try:
+        report = await optimize_prompt(
+            base=base,
+            controller_for=lambda prompt: build_controller(
+                services, "react", prompt=prompt, fallback=False
+            ),
+            reflection_llm=reflection,
+            policies=policies,
+            trainset=train,
+            valset=val,
+            budget=args.budget,
+            prompts_dir=settings.prompts_dir,
+            new_prompt_id=args.new_prompt_id,
+            minibatch_size=args.minibatch,
+            run_dir=args.run_dir,
+            seed=args.seed,
+        )
+    finally:
+        if own_reflection is not None:
+            await own_reflection.aclose()
+    for entry in report.candidate_log:
+        console.print(f"  evaluation {entry['evaluation']}: mean score {entry['mean_score']:.3f}")
+    scores = ", ".join(f"{s:.3f}" for s in report.val_scores)
+    console.print(f"validation scores per candidate: {scores} (best #{report.best_index})")
+    if report.path:
+        console.print(f"New prompt {report.prompt_id} written to {report.path}")
+        console.print(f"Select it with REASONING_PROMPT_ID={report.prompt_id}")
+    else:
+        console.print("No candidate beat the base prompt; nothing written.")
+    return 0
+
+
+def split(
+    examples: list[LabeledExample], val_fraction: float, *, seed: int
+) -> tuple[list[LabeledExample], list[LabeledExample]]:
+    """A seeded train/validation split; both halves are non-empty when there are 2+ examples."""
+    shuffled = list(examples)
+    random.Random(seed).shuffle(shuffled)
+    cut = min(max(1, round(len(shuffled) * (1 - val_fraction))), max(len(shuffled) - 1, 1))
+    return shuffled[:cut], shuffled[cut:] or shuffled[:cut]

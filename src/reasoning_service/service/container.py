@@ -1,0 +1,232 @@
+"""Builds the service graph once (CLI or app lifespan) and closes it: nothing is a global."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from reasoning_service.agent.loop_state import ReActLimits
+from reasoning_service.agent.react_controller import ReActController
+from reasoning_service.conditions.heuristic import HeuristicController
+from reasoning_service.errors import ConfigError
+from reasoning_service.llm.base import LLMClient
+from reasoning_service.llm.factory import build_llm_client, with_tool_calling_mode
+from reasoning_service.llm.local_server import LocalLlamaServer, find_model, is_runtime_installed
+from reasoning_service.llm.recording import RecordingLLMClient, record_to_current_task
+from reasoning_service.metrics import MeteredLLMClient, Metrics
+from reasoning_service.models.task import Controller
+from reasoning_service.prompts import Prompt, load_prompt
+from reasoning_service.rollout.flags import FlagSource, RolloutFlags
+from reasoning_service.rollout.routing import Router
+from reasoning_service.rollout.shadow import ShadowRunner
+from reasoning_service.service.evaluation import EvaluationService
+from reasoning_service.service.policies import PolicyService
+from reasoning_service.settings import Settings
+from reasoning_service.store import SqliteStore, Store
+from reasoning_service.tools.tree_search import LexicalTreeSearch, LLMTreeSearch, TreeSearch
+from retrieval.service import RetrievalService
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Services:
+    """Everything a request needs, built from one Settings."""
+
+    settings: Settings
+    store: Store
+    retrieval: RetrievalService
+    policies: PolicyService
+    router: Router
+    evaluations: EvaluationService
+    metrics: Metrics | None = None
+    shadow: ShadowRunner | None = None
+    llm: LLMClient | None = None
+    local_server: LocalLlamaServer | None = None
+    """The llama.cpp server this process started for the `local` provider."""
+
+    async def aclose(self) -> None:
+        """Stop in dependency order: shadow runs use the LLM, the LLM uses the local server."""
+        if self.shadow is not None:
+            await self.shadow.aclose()
+        if self.llm is not None:
+            await self.llm.aclose()
+        if self.local_server is not None:
+            await self.local_server.aclose()
+        await self.retrieval.aclose()
+        await self.store.aclose()
+
+
+async def build_services(
+    settings: Settings, *, store: Store | None = None, llm: LLMClient | None = None
+) -> Services:
+    """Open the store, rebuild the search index, seed the examples, wire the controllers.
+
+    `llm` replaces the client built from settings (tests pass a `ScriptedLLM`); it is wrapped
+    for recording like any other, so traces keep every call.
+    """
+    store = store or SqliteStore(settings.db_path)
+    retrieval = RetrievalService()
+    policies = PolicyService(store, retrieval)
+    indexed = await policies.index_stored()
+    if settings.seed_examples and settings.examples_dir.exists():
+        await policies.seed_from_folder(settings.examples_dir)
+    heuristic = HeuristicController(retrieval)
+    metrics = Metrics()
+    local_server = None
+    if settings.llm_provider == "local" and settings.llm_base_url is None and llm is None:
+        local_server = await start_local_server(settings)
+        settings = settings.model_copy(update=_local_defaults(settings, local_server))
+    llm = _llm_client(settings, llm, metrics)
+    react = _react_controller(settings, llm, retrieval, heuristic) if llm is not None else None
+    candidate = (
+        _react_controller(
+            settings,
+            llm,
+            retrieval,
+            heuristic,
+            load_prompt(settings.prompts_dir, settings.candidate_prompt_id),
+        )
+        if llm is not None and settings.candidate_prompt_id
+        else None
+    )
+    flags = FlagSource(RolloutFlags(settings.controller), settings.flags_file)
+    router = Router(
+        settings.controller,
+        heuristic=heuristic,
+        react=react,
+        salt=settings.ab_salt,
+        candidate=candidate,
+        flags=flags,
+    )
+    shadow = ShadowRunner(
+        store=store,
+        metrics=metrics,
+        criterion_concurrency=settings.criterion_concurrency,
+        max_pending=settings.shadow_max_pending,
+    )
+    evaluations = EvaluationService(
+        store=store,
+        policies=policies,
+        router=router,
+        criterion_concurrency=settings.criterion_concurrency,
+        metrics=metrics,
+        shadow=shadow,
+    )
+    logger.info("services ready", extra={"policies_indexed": indexed})
+    return Services(
+        settings=settings,
+        store=store,
+        retrieval=retrieval,
+        policies=policies,
+        router=router,
+        evaluations=evaluations,
+        metrics=metrics,
+        shadow=shadow,
+        llm=llm,
+        local_server=local_server,
+    )
+
+
+def _llm_client(settings: Settings, given: LLMClient | None, metrics: Metrics) -> LLMClient | None:
+    """The given client recorded per task, else the configured stack; None without a provider.
+
+    Metered outermost (one timing per call, retries included); retries are counted by the
+    retry layer's `on_retry` hook."""
+    if given is not None:
+        client: LLMClient | None = with_tool_calling_mode(
+            RecordingLLMClient(given, record_to_current_task), settings.effective_tool_calling_mode
+        )
+    else:
+        client = build_llm_client(settings, sink=record_to_current_task, on_retry=metrics.on_retry)
+    return MeteredLLMClient(client, metrics) if client is not None else None
+
+
+def _react_controller(
+    settings: Settings,
+    llm: LLMClient,
+    retrieval: RetrievalService,
+    fallback: Controller | None,
+    prompt: Prompt | None = None,
+) -> ReActController:
+    lexical = LexicalTreeSearch(retrieval)
+    tree_search: TreeSearch = (
+        LLMTreeSearch(llm, lexical) if settings.tree_search == "llm" else lexical
+    )
+    return ReActController(
+        llm=llm,
+        prompt=prompt or load_prompt(settings.prompts_dir, settings.prompt_id),
+        retrieval=retrieval,
+        tree_search=tree_search,
+        fallback=fallback if settings.llm_fallback == "heuristic" else None,
+        limits=ReActLimits(
+            max_iterations=settings.max_iterations,
+            token_budget=settings.token_budget,
+            abstain_below=settings.abstain_below,
+            max_output_tokens=settings.llm_max_output_tokens,
+        ),
+    )
+
+
+def build_controller(
+    services: Services,
+    name: str,
+    *,
+    prompt_id: str | None = None,
+    prompt: Prompt | None = None,
+    fallback: bool = True,
+    llm: LLMClient | None = None,
+) -> Controller:
+    """A controller outside the rollout router, for offline runs (eval, bench, optimisation).
+
+    `fallback=False` lets LLM failures show as `uncertain` instead of the heuristic's answer,
+    which is what prompt optimisation must see; `llm` replaces the configured client.
+
+    Raises:
+        ConfigError: `react` was asked for but no LLM is configured.
+    """
+    heuristic = HeuristicController(services.retrieval)
+    if name == "heuristic":
+        return heuristic
+    llm = llm or services.llm
+    if llm is None:
+        raise ConfigError("the react controller needs an LLM: set REASONING_LLM_PROVIDER")
+    settings = services.settings
+    if prompt_id is not None:
+        settings = settings.model_copy(update={"prompt_id": prompt_id})
+    return _react_controller(
+        settings, llm, services.retrieval, heuristic if fallback else None, prompt
+    )
+
+
+async def start_local_server(settings: Settings) -> LocalLlamaServer:
+    """Start and supervise llama.cpp on 127.0.0.1 for `REASONING_LLM_PROVIDER=local`.
+
+    Raises:
+        ConfigError: the runtime or the model is not installed (`make setup-local`).
+    """
+    model = find_model(settings.models_dir, settings.local_model)
+    if not is_runtime_installed() or model is None:
+        raise ConfigError(
+            f"REASONING_LLM_PROVIDER=local needs the llama.cpp runtime and {settings.local_model} "
+            f"in {settings.models_dir}: run `make setup-local`, or set REASONING_LLM_BASE_URL "
+            "to a server you run"
+        )
+    server = LocalLlamaServer(
+        model, n_threads=settings.local_threads, model_alias=settings.local_model
+    )
+    return await server.start()
+
+
+def _local_defaults(settings: Settings, server: LocalLlamaServer) -> dict[str, object]:
+    """Point the OpenAI adapter at the local server. A CPU model answers one request at a time
+    and slowly, so unless configured otherwise: one criterion at a time and a long timeout."""
+    updates: dict[str, object] = {
+        "llm_base_url": server.base_url,
+        "llm_model": settings.local_model,
+    }
+    if "llm_timeout_s" not in settings.model_fields_set:
+        updates["llm_timeout_s"] = 300.0
+    if "criterion_concurrency" not in settings.model_fields_set:
+        updates["criterion_concurrency"] = 1
+    return updates
