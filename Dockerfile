@@ -22,6 +22,7 @@ COPY pyproject.toml README.md ./
 COPY src ./src
 COPY examples ./examples
 COPY prompts ./prompts
+COPY vocabulary ./vocabulary
 RUN /app/.venv/bin/pip install --no-cache-dir --no-deps . \
     && mkdir -p /data \
     && chown -R 10001:10001 /data
@@ -31,6 +32,7 @@ ENV PATH="/app/.venv/bin:${PATH}" \
     REASONING_DB_PATH=/data/reasoning.db \
     REASONING_EXAMPLES_DIR=/app/examples \
     REASONING_PROMPTS_DIR=/app/prompts \
+    REASONING_VOCABULARY_PATH=/app/vocabulary/clinical-synonyms.json \
     REASONING_MODELS_DIR=/app/models \
     REASONING_HOST=0.0.0.0 \
     REASONING_PORT=8000

@@ -53,6 +53,10 @@ class Settings(BaseSettings):
     seed_examples: bool = True
     """Index the bundled example policies (`examples/`) at start-up when they are not stored."""
     examples_dir: Path = _REPO_ROOT / "examples"
+    vocabulary_path: Path = _REPO_ROOT / "vocabulary" / "clinical-synonyms.json"
+    """General clinical vocabulary (synonyms, unit spellings, ConText cues) for the conditions."""
+    fact_min_confidence: float = Field(default=0.7, ge=0.0, le=1.0)
+    """Extracted facts below this confidence count only where the document text agrees."""
 
     # --- routing ---------------------------------------------------------------------------
     controller: str = "heuristic"

@@ -11,6 +11,7 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
+from reasoning_service.conditions import ConditionsLibrary
 from reasoning_service.harness.datasets import (
     LabeledExample,
     load_data_dir,
@@ -19,6 +20,7 @@ from reasoning_service.harness.datasets import (
 )
 from reasoning_service.models import CaseBundle, Policy
 from reasoning_service.models.task import CriterionTask
+from reasoning_service.settings import Settings
 
 __all__ = ["BenchData", "BenchExample", "default_data_dir", "load_bench_data"]
 
@@ -72,7 +74,11 @@ def load_bench_data(data_dir: Path | None = None) -> BenchData:
     root = data_dir or default_data_dir()
     sources = load_data_dir(root)
     created = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-    policies = {s.entry.policy_id: to_policy(s, created_at=created) for s in sources}
+    library = ConditionsLibrary.from_folder(Settings().examples_dir)
+    policies = {
+        s.entry.policy_id: _with_conditions(to_policy(s, created_at=created), library)
+        for s in sources
+    }
     markdown = {s.entry.policy_id: s.markdown for s in sources}
     dev = root / "eval" / "dev.jsonl"
     if dev.exists():
@@ -92,6 +98,12 @@ def load_bench_data(data_dir: Path | None = None) -> BenchData:
                 for c in policy.criteria.criteria
             ]
     return BenchData(root, policies, markdown, examples, labeled=False)
+
+
+def _with_conditions(policy: Policy, library: ConditionsLibrary) -> Policy:
+    if policy.criteria is None:
+        return policy
+    return policy.model_copy(update={"criteria": library.attach(policy.criteria)})
 
 
 def _from_labeled(example: LabeledExample) -> BenchExample:

@@ -1,5 +1,14 @@
-"""The deterministic controller: criteria decided without an LLM (fallback and offline baseline).
+"""The deterministic controller: criteria decided by their checkable conditions, without an LLM.
 
-For now this is the text heuristic (`heuristic.py` with `clinical_text.py` and
-`criterion_reading.py`); the conditions evaluator (DESIGN.md, "Criteria as checkable
-conditions") replaces it. Imports tools, retrieval, models; never agent, rollout or service."""
+A criterion's `conditions` (models/conditions.py, docs/conditions.md) are atoms over the case:
+`case_reading` reads the case once (sentences with ConText stance, facts by their words),
+`atoms` decides each atom with the evidence behind it, `combine` applies three-valued logic and
+`controller` turns that into a criterion result. Vocabulary is data (`vocabulary`), never code.
+Imports tools, retrieval, models; never agent, rollout or service.
+"""
+
+from reasoning_service.conditions.controller import ConditionsController
+from reasoning_service.conditions.library import ConditionsLibrary
+from reasoning_service.conditions.vocabulary import Vocabulary, load_vocabulary
+
+__all__ = ["ConditionsController", "ConditionsLibrary", "Vocabulary", "load_vocabulary"]

@@ -98,9 +98,8 @@ def _document_wins(
             kept.append(observation)
             continue
         same_place = [
-            o for o in text
-            if any(_inside(o.evidence, sentence) for sentence in sentences)
-        ]  # fmt: skip
+            o for o in text if any(_inside(o.evidence, sentence) for sentence in sentences)
+        ]
         if any(o.says is not observation.says for o in same_place):
             continue
         if not same_place and _only_unaffirmed(sentences, reading, names):
@@ -125,9 +124,10 @@ def _source_sentences(evidence: CaseEvidence, reading: CaseReading) -> list[Sent
             continue
         end = start + len(evidence.quote.strip())
         return [
-            s for s in reading.sentences
+            s
+            for s in reading.sentences
             if s.doc_id == evidence.doc_id and s.page == number and s.start < end and start < s.end
-        ]  # fmt: skip
+        ]
     return []
 
 
@@ -221,10 +221,13 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
         word = "present" if is_present else "absent"
         observations.append(
             _Observation(
-                says, view.evidence(), f"{view.fact.field} = {_short(view.fact.value)} ({word})",
-                _trusted(view, min_confidence), view.date,
+                says,
+                view.evidence(),
+                f"{view.fact.field} = {_short(view.fact.value)} ({word})",
+                _trusted(view, min_confidence),
+                view.date,
             )
-        )  # fmt: skip
+        )
     for view in reading.facts:
         if view in named or not isinstance(view.fact.value, str):
             continue
@@ -237,10 +240,13 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
         says = _Says.VAGUE if stance.possible else (absent_says if stance.negated else present_says)
         observations.append(
             _Observation(
-                says, view.evidence(), f"{view.fact.field}: {_short(view.fact.value)}",
-                _trusted(view, min_confidence), view.date,
+                says,
+                view.evidence(),
+                f"{view.fact.field}: {_short(view.fact.value)}",
+                _trusted(view, min_confidence),
+                view.date,
             )
-        )  # fmt: skip
+        )
     for mention in _about(reading.mentions(names)):
         if mention.stance.possible and not mention.stance.negated:
             says = _Says.VAGUE
@@ -249,7 +255,9 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
         word = "negated" if mention.stance.negated else "mentioned"
         observations.append(
             _Observation(
-                says, mention.sentence.evidence(), f"{mention.text!r} {word}",
+                says,
+                mention.sentence.evidence(),
+                f"{mention.text!r} {word}",
                 date=mention.sentence.date,
             )
         )
@@ -307,7 +315,9 @@ class _Value:
     date: dt.date | None
 
 
-def _quantity(atom: QuantityAtom, reading: CaseReading, min_confidence: float) -> list[_Observation]:
+def _quantity(
+    atom: QuantityAtom, reading: CaseReading, min_confidence: float
+) -> list[_Observation]:
     values = _values(atom, atom.unit, reading, min_confidence)
     if atom.derive is not None:
         values += _derived(atom.derive, atom.unit, reading, min_confidence)
@@ -323,8 +333,10 @@ def _quantity(atom: QuantityAtom, reading: CaseReading, min_confidence: float) -
         says = _Says.HOLDS if low_ok and high_ok else _Says.FAILS
         if low_ok != high_ok:
             says = _Says.VAGUE
-        shown = _number(value.low) if value.low == value.high else (
-            f"{_number(value.low)}–{_number(value.high)}"
+        shown = (
+            _number(value.low)
+            if value.low == value.high
+            else (f"{_number(value.low)}–{_number(value.high)}")
         )
         note = f"{value.text}: {shown} {atom.unit} vs {atom.comparator} {_number(atom.value)}"
         observations.append(_Observation(says, value.evidence, note, value.trusted, value.date))
@@ -342,14 +354,21 @@ def _values(
             converted = measured.in_unit(unit)
             if converted is not None:
                 values.append(
-                    _Value(*converted, view.evidence(), view.fact.field,
-                           _trusted(view, min_confidence), view.date)
-                )  # fmt: skip
+                    _Value(
+                        *converted,
+                        view.evidence(),
+                        view.fact.field,
+                        _trusted(view, min_confidence),
+                        view.date,
+                    )
+                )
     for mention in _about(reading.mentions(names)):
         if mention.stance.negated or _qualified(mention, other, reading):
             continue
         sentence = mention.sentence
-        for measured in measured_near(sentence.text, mention.start, mention.end, reading.vocabulary):
+        for measured in measured_near(
+            sentence.text, mention.start, mention.end, reading.vocabulary
+        ):
             converted = measured.in_unit(unit)
             if converted is not None:
                 values.append(
@@ -375,9 +394,7 @@ def _fact_measures(view: FactView, reading: CaseReading) -> list[Measured]:
         return [Measured(float(value), float(value), pint_unit, 0, 0)]
     if isinstance(value, str):
         found = parse_measured(value, reading.vocabulary)[:1]
-        return [
-            Measured(m.low, m.high, m.unit or pint_unit, m.start, m.end) for m in found
-        ]
+        return [Measured(m.low, m.high, m.unit or pint_unit, m.start, m.end) for m in found]
     return []
 
 
@@ -405,11 +422,14 @@ def _derived(
         dates = [v.date for v in combo.values() if v.date is not None]
         values.append(
             _Value(
-                round(min(low, high), 2), round(max(low, high), 2), first.evidence,
-                f"computed from {parts}", all(v.trusted for v in combo.values()),
+                round(min(low, high), 2),
+                round(max(low, high), 2),
+                first.evidence,
+                f"computed from {parts}",
+                all(v.trusted for v in combo.values()),
                 max(dates) if dates else None,
             )
-        )  # fmt: skip
+        )
     return values
 
 
@@ -515,9 +535,7 @@ def _elapsed(
             continue
         timing = _timing_near(mention, reading, reference)
         if timing is not None:
-            found.append(
-                _Elapsed(timing, sentence.evidence(), mention.text, True, sentence.date)
-            )
+            found.append(_Elapsed(timing, sentence.evidence(), mention.text, True, sentence.date))
     return found
 
 
@@ -594,33 +612,59 @@ _WINDOW_AFTER = 60
 _WINDOW_BEFORE = 25
 
 
-def _category(atom: CategoryAtom, reading: CaseReading, min_confidence: float) -> list[_Observation]:
+def _category(
+    atom: CategoryAtom, reading: CaseReading, min_confidence: float
+) -> list[_Observation]:
     names = reading.names(atom.concept, atom.aliases)
     value_names = {value: tuple(words) for value, words in atom.values.items()}
     found: list[tuple[str, CaseEvidence, str, bool, dt.date | None]] = []
     for view in reading.facts_named(names):
         text = _category_text(view.fact.value)
         for value in _values_in(text, value_names, reading):
-            found.append((value, view.evidence(), f"{view.fact.field} = {_short(text)}",
-                          _trusted(view, min_confidence), view.date))  # fmt: skip
+            found.append(
+                (
+                    value,
+                    view.evidence(),
+                    f"{view.fact.field} = {_short(text)}",
+                    _trusted(view, min_confidence),
+                    view.date,
+                )
+            )
     for mention in _about(reading.mentions(names)):
         if mention.stance.negated:
             continue
         text = mention.sentence.text
         after = text[mention.end : mention.end + _WINDOW_AFTER]
-        values = _values_in(after, value_names, reading)[:1] or _values_in(
-            text[max(0, mention.start - _WINDOW_BEFORE) : mention.start], value_names, reading
-        )[-1:]
+        values = (
+            _values_in(after, value_names, reading)[:1]
+            or _values_in(
+                text[max(0, mention.start - _WINDOW_BEFORE) : mention.start], value_names, reading
+            )[-1:]
+        )
         for value in values:
-            found.append((value, mention.sentence.evidence(), f"{mention.text}: {value}", True,
-                          mention.sentence.date))  # fmt: skip
+            found.append(
+                (
+                    value,
+                    mention.sentence.evidence(),
+                    f"{mention.text}: {value}",
+                    True,
+                    mention.sentence.date,
+                )
+            )
     if atom.value_anywhere:
         for value, words in value_names.items():
             for mention in _about(reading.mentions(words)):
                 if mention.stance.negated or mention.stance.possible:
                     continue
-                found.append((value, mention.sentence.evidence(), f"{mention.text!r}", True,
-                              mention.sentence.date))  # fmt: skip
+                found.append(
+                    (
+                        value,
+                        mention.sentence.evidence(),
+                        f"{mention.text!r}",
+                        True,
+                        mention.sentence.date,
+                    )
+                )
     return _category_observations(atom, found)
 
 

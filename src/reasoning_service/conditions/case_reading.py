@@ -123,9 +123,7 @@ class ContextReader:
 
         nlp = spacy.blank("en")
         ours = [
-            ConTextRule(
-                cue.literal, cue.category, direction=cue.direction, max_scope=cue.max_scope
-            )
+            ConTextRule(cue.literal, cue.category, direction=cue.direction, max_scope=cue.max_scope)
             for cue in self._vocabulary.context_rules
         ]
         replaced = {rule.literal.lower() for rule in ours}
@@ -199,10 +197,15 @@ class CaseReading:
                 for start, end in _sentence_spans(page):
                     sentences.append(
                         Sentence(
-                            len(sentences), document.doc_id, number, start, end,
-                            page[start:end], document.date,
+                            len(sentences),
+                            document.doc_id,
+                            number,
+                            start,
+                            end,
+                            page[start:end],
+                            document.date,
                         )
-                    )  # fmt: skip
+                    )
         facts = [
             FactView(fact, normalise_words(fact.field), dates.get(_doc_of(fact)))
             for fact in [*case.facts, *case.request_facts()]
@@ -309,7 +312,9 @@ def _add_bounded(spans: list[tuple[int, int]], page: str, start: int, end: int) 
 
 _NOT_AFTER = r"(?<![A-Za-z0-9])(?<![Nn]on-)(?<![Nn]on )(?<![Nn]on)"
 """A name never matches inside a longer word, nor after "non-" ("non-sustained", "non ischemic")."""
-_HISTORY_PREFIX = re.compile(r"^(?:(?:past\s+|prior\s+|previous\s+)?(?:history|hx)\s+of|h/o|prior|previous)\s+", re.I)
+_HISTORY_PREFIX = re.compile(
+    r"^(?:(?:past\s+|prior\s+|previous\s+)?(?:history|hx)\s+of|h/o|prior|previous)\s+", re.I
+)
 """Words at the start of a name that ConText reads as its own cue ("No history of stroke")."""
 
 _PATTERN_CACHE: dict[tuple[str, ...], list[re.Pattern[str]]] = {}

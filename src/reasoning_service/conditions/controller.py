@@ -38,12 +38,12 @@ from reasoning_service.models import (
     Usage,
 )
 from reasoning_service.models.conditions import Atom, Conditions, atoms_of
-from reasoning_service.services.citations import (
+from reasoning_service.models.task import CriterionTask
+from reasoning_service.tools.citations import (
     find_quote,
     verify_case_evidence,
     verify_policy_citation,
 )
-from reasoning_service.services.controller import CriterionTask
 from retrieval.tree import walk
 
 __all__ = ["ConditionsController", "cite_policy", "evaluate_conditions"]

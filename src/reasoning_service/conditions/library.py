@@ -34,8 +34,12 @@ class ConditionsLibrary:
             criteria = CriteriaSet.model_validate(json.loads(path.read_text()))
             for criterion in criteria.criteria:
                 if criterion.conditions is not None:
-                    key = (criteria.policy_id, criteria.version, criterion.criterion_id,
-                           criterion.text)  # fmt: skip
+                    key = (
+                        criteria.policy_id,
+                        criteria.version,
+                        criterion.criterion_id,
+                        criterion.text,
+                    )
                     entries[key] = criterion.conditions
         return cls(entries)
 

@@ -17,23 +17,37 @@ from reasoning_service.conditions.vocabulary import Vocabulary
 
 __all__ = [
     "Measured",
-    "month_only",
     "TimePoint",
     "find_dates",
     "find_durations",
     "measured_near",
+    "month_only",
     "parse_measured",
 ]
 
 _NUMBER_WORDS = {
-    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
-    "fifteen": 15, "sixteen": 16, "eighteen": 18, "twenty": 20, "thirty": 30,
-}  # fmt: skip
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "eighteen": 18,
+    "twenty": 20,
+    "thirty": 30,
+}
 _NUM = r"\d+(?:[.,]\d+)?"
-_NUMBER = re.compile(
-    rf"(?<![\w.])({_NUM})(?:\s*(?:-|–|to)\s*({_NUM}))?(?![\d])"
-)
+_NUMBER = re.compile(rf"(?<![\w.])({_NUM})(?:\s*(?:-|–|to)\s*({_NUM}))?(?![\d])")
 _THRESHOLD_BEFORE = re.compile(
     r"(?:[<>≤≥]=?|\b(?:greater|less|more|fewer|higher|lower|above|below|under|over|at least|"
     r"at most|goal|target|cut-?off|threshold|up to|no more than|maximum|minimum|max|min)"
@@ -51,9 +65,11 @@ _FEET_INCHES = re.compile(
     r"(\d)\s*(?:'|’|ft|feet|foot)\s*(\d{1,2}(?:\.\d+)?)\s*(?:\"|”|''|in(?:ches)?)?",
     re.IGNORECASE,
 )
-_MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name} | {
-    name.lower(): i for i, name in enumerate(calendar.month_abbr) if name
-} | {"sept": 9}
+_MONTHS = (
+    {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+    | {name.lower(): i for i, name in enumerate(calendar.month_abbr) if name}
+    | {"sept": 9}
+)
 _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _DATE_PATTERNS = (
     (re.compile(r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)"), "ymd"),
@@ -154,9 +170,7 @@ def parse_measured(text: str, vocabulary: Vocabulary) -> list[Measured]:
     return sorted(found, key=lambda m: m.start)
 
 
-def measured_near(
-    text: str, start: int, end: int, vocabulary: Vocabulary
-) -> list[Measured]:
+def measured_near(text: str, start: int, end: int, vocabulary: Vocabulary) -> list[Measured]:
     """Values that belong to the name at `text[start:end]`: right after it ("LVEF 30%",
     "EF of 25-30 %") or, failing that, right before it ("54-year-old", "12 visits")."""
     values = parse_measured(text, vocabulary)

@@ -93,7 +93,9 @@ async def load_examples(
     else:
         examples = load_labeled_examples(args.dataset)
     if args.data:
-        policies.update({s.entry.policy_id: to_policy(s) for s in load_data_dir(args.data)})
+        loaded = [to_policy(source) for source in load_data_dir(args.data)]
+        reviewed = [services.policies.with_reviewed_conditions(p) for p in loaded]
+        policies.update({p.policy_id: p for p in reviewed})
     if args.limit:
         examples = examples[: args.limit]
     for policy_id in sorted({e.policy_id for e in examples} - policies.keys()):

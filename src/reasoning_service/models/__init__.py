@@ -53,9 +53,9 @@ from retrieval.tree import TreeNode
 
 __all__ = [
     "AllOf",
+    "AnyOf",
     "AtomResult",
     "AtomState",
-    "AnyOf",
     "CaseBundle",
     "CaseEvidence",
     "Code",

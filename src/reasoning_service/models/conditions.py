@@ -148,7 +148,7 @@ class TimeWindowAtom(_AtomBase):
 
     kind: Literal["time_window"]
     relation: Literal["within", "at_least", "between"]
-    """`within`: elapsed ≤ amount; `at_least`: elapsed ≥ amount; `between`: in [amount, amount_max]."""
+    """`within`: elapsed ≤ amount; `at_least`: elapsed ≥ amount; `between`: amount..amount_max."""
     amount: float = Field(ge=0)
     amount_max: float | None = Field(default=None, ge=0)
     unit: Literal["days", "weeks", "months", "years"]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from reasoning_service.agent.loop_state import ReActLimits
 from reasoning_service.agent.react_controller import ReActController
-from reasoning_service.conditions.heuristic import HeuristicController
+from reasoning_service.conditions import ConditionsController, ConditionsLibrary, load_vocabulary
 from reasoning_service.errors import ConfigError
 from reasoning_service.llm.base import LLMClient
 from reasoning_service.llm.factory import build_llm_client, with_tool_calling_mode
@@ -39,6 +39,8 @@ class Services:
     policies: PolicyService
     router: Router
     evaluations: EvaluationService
+    conditions: ConditionsController
+    """The deterministic controller, shared by routing, fallbacks and offline runs."""
     metrics: Metrics | None = None
     shadow: ShadowRunner | None = None
     llm: LLMClient | None = None
@@ -67,11 +69,12 @@ async def build_services(
     """
     store = store or SqliteStore(settings.db_path)
     retrieval = RetrievalService()
-    policies = PolicyService(store, retrieval)
+    library = ConditionsLibrary.from_folder(settings.examples_dir)
+    policies = PolicyService(store, retrieval, library)
     indexed = await policies.index_stored()
     if settings.seed_examples and settings.examples_dir.exists():
         await policies.seed_from_folder(settings.examples_dir)
-    heuristic = HeuristicController(retrieval)
+    heuristic = conditions_controller(settings)
     metrics = Metrics()
     local_server = None
     if settings.llm_provider == "local" and settings.llm_base_url is None and llm is None:
@@ -121,6 +124,7 @@ async def build_services(
         policies=policies,
         router=router,
         evaluations=evaluations,
+        conditions=heuristic,
         metrics=metrics,
         shadow=shadow,
         llm=llm,
@@ -168,6 +172,14 @@ def _react_controller(
     )
 
 
+def conditions_controller(settings: Settings) -> ConditionsController:
+    """The deterministic controller with the configured vocabulary."""
+    vocabulary = load_vocabulary(
+        settings.vocabulary_path if settings.vocabulary_path.exists() else None
+    )
+    return ConditionsController(vocabulary, min_fact_confidence=settings.fact_min_confidence)
+
+
 def build_controller(
     services: Services,
     name: str,
@@ -185,7 +197,7 @@ def build_controller(
     Raises:
         ConfigError: `react` was asked for but no LLM is configured.
     """
-    heuristic = HeuristicController(services.retrieval)
+    heuristic = services.conditions
     if name == "heuristic":
         return heuristic
     llm = llm or services.llm

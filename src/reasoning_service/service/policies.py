@@ -10,6 +10,7 @@ import json
 import logging
 from pathlib import Path
 
+from reasoning_service.conditions import ConditionsLibrary
 from reasoning_service.errors import InvalidInputError, NotFoundError, PolicyFormatError
 from reasoning_service.models import CriteriaSet, Policy, PolicyUpload, SourceFormat
 from reasoning_service.store import Store
@@ -27,9 +28,15 @@ logger = logging.getLogger(__name__)
 class PolicyService:
     """Builds trees, checks criteria against the text, stores and indexes policies."""
 
-    def __init__(self, store: Store, retrieval: RetrievalService) -> None:
+    def __init__(
+        self,
+        store: Store,
+        retrieval: RetrievalService,
+        library: ConditionsLibrary | None = None,
+    ) -> None:
         self._store = store
         self._retrieval = retrieval
+        self._library = library or ConditionsLibrary()
 
     async def ingest(self, upload: PolicyUpload) -> Policy:
         """Index and store a policy; the same id and version uploaded again replaces it."""
@@ -37,6 +44,7 @@ class PolicyService:
         criteria = upload.criteria
         if criteria is not None:
             _check_criteria(upload.policy_id, criteria, tree)
+            criteria = self._library.attach(criteria)
         policy = Policy(
             policy_id=upload.policy_id,
             version=upload.version,
@@ -57,13 +65,19 @@ class PolicyService:
         )
         return policy
 
+    def with_reviewed_conditions(self, policy: Policy) -> Policy:
+        """`policy` with the reviewed conditions of criteria that carry none of their own."""
+        if policy.criteria is None:
+            return policy
+        return policy.model_copy(update={"criteria": self._library.attach(policy.criteria)})
+
     async def get(self, policy_id: str, version: str | None = None) -> Policy:
         """The stored policy, latest version unless one is named."""
         policy = await self._store.get_policy(policy_id, version)
         if policy is None:
             suffix = f" version {version!r}" if version else ""
             raise NotFoundError(f"policy {policy_id!r}{suffix} is not known")
-        return policy
+        return self.with_reviewed_conditions(policy)
 
     async def index_stored(self) -> int:
         """Rebuild the search index from the store (it lives in memory); returns the count."""

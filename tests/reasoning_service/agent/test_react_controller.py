@@ -8,7 +8,7 @@ import pytest
 
 from reasoning_service.agent.loop_state import ReActLimits
 from reasoning_service.agent.react_controller import CONTINUATION_PROMPT, ReActController
-from reasoning_service.conditions.heuristic import HeuristicController
+from reasoning_service.conditions import ConditionsController, Vocabulary
 from reasoning_service.errors import AuthFailed, ProviderUnavailable
 from reasoning_service.llm.base import LLMClient
 from reasoning_service.models import CaseBundle, CriterionStatus, Policy, ReasonCode, StepKind
@@ -51,7 +51,7 @@ def make(
         prompt=PROMPT,
         retrieval=retrieval,
         tree_search=LexicalTreeSearch(retrieval),
-        fallback=HeuristicController(retrieval) if fallback else None,
+        fallback=ConditionsController(Vocabulary()) if fallback else None,
         limits=limits or ReActLimits(),
     )
 

@@ -17,26 +17,61 @@ from .conftest import make_case
 
 H, F, N, C = AtomState.HOLDS, AtomState.FAILS, AtomState.NO_EVIDENCE, AtomState.CONFLICTING
 
-STROKE = FindingAtom(kind="finding", id="stroke", label="History of stroke", concept="stroke",
-                     aliases=["CVA", "cerebrovascular accident"])  # fmt: skip
-EF = QuantityAtom(kind="quantity", id="lvef", label="LVEF ≤ 35%",
-                  concept="left ventricular ejection fraction", aliases=["LVEF", "EF"],
-                  comparator="<=", value=35, unit="percent")  # fmt: skip
-BMI = QuantityAtom.model_validate({
-    "kind": "quantity", "id": "bmi", "label": "BMI ≥ 35", "concept": "body mass index",
-    "aliases": ["BMI"], "comparator": ">=", "value": 35, "unit": "kg/m**2",
-    "derive": {"formula": "weight / height ** 2", "inputs": {
-        "weight": {"concept": "body weight", "aliases": ["weight", "wt"], "unit": "kg"},
-        "height": {"concept": "height", "aliases": ["height", "ht"], "unit": "m"}}},
-})  # fmt: skip
-PCI_3_MONTHS = TimeWindowAtom(kind="time_window", id="pci", label="PCI within 3 months",
-                              concept="percutaneous coronary intervention", aliases=["PCI"],
-                              relation="within", amount=3, unit="months")  # fmt: skip
-NYHA = CategoryAtom(kind="category", id="nyha", label="NYHA II–III", concept="NYHA class",
-                    aliases=["NYHA", "functional class"],
-                    values={"I": ["I", "1"], "II": ["II", "2"], "III": ["III", "3"],
-                            "IV": ["IV", "4"]},
-                    allowed=["II", "III"])  # fmt: skip
+STROKE = FindingAtom(
+    kind="finding",
+    id="stroke",
+    label="History of stroke",
+    concept="stroke",
+    aliases=["CVA", "cerebrovascular accident"],
+)
+EF = QuantityAtom(
+    kind="quantity",
+    id="lvef",
+    label="LVEF ≤ 35%",
+    concept="left ventricular ejection fraction",
+    aliases=["LVEF", "EF"],
+    comparator="<=",
+    value=35,
+    unit="percent",
+)
+BMI = QuantityAtom.model_validate(
+    {
+        "kind": "quantity",
+        "id": "bmi",
+        "label": "BMI ≥ 35",
+        "concept": "body mass index",
+        "aliases": ["BMI"],
+        "comparator": ">=",
+        "value": 35,
+        "unit": "kg/m**2",
+        "derive": {
+            "formula": "weight / height ** 2",
+            "inputs": {
+                "weight": {"concept": "body weight", "aliases": ["weight", "wt"], "unit": "kg"},
+                "height": {"concept": "height", "aliases": ["height", "ht"], "unit": "m"},
+            },
+        },
+    }
+)
+PCI_3_MONTHS = TimeWindowAtom(
+    kind="time_window",
+    id="pci",
+    label="PCI within 3 months",
+    concept="percutaneous coronary intervention",
+    aliases=["PCI"],
+    relation="within",
+    amount=3,
+    unit="months",
+)
+NYHA = CategoryAtom(
+    kind="category",
+    id="nyha",
+    label="NYHA II–III",
+    concept="NYHA class",
+    aliases=["NYHA", "functional class"],
+    values={"I": ["I", "1"], "II": ["II", "2"], "III": ["III", "3"], "IV": ["IV", "4"]},
+    allowed=["II", "III"],
+)
 
 
 def state(atom, case, read) -> AtomState:
@@ -65,7 +100,9 @@ def test_a_finding_absent_needs_evidence_of_absence(read):
     absent = STROKE.model_copy(update={"expect": "absent"})
     assert state(absent, make_case("Patient denies stroke."), read) is H
     assert state(absent, make_case("Blood pressure 130/80."), read) is N
-    assert state(absent, make_case("x", facts=[{"field": "history.cva", "value": False}]), read) is H
+    assert (
+        state(absent, make_case("x", facts=[{"field": "history.cva", "value": False}]), read) is H
+    )
 
 
 @pytest.mark.parametrize(
@@ -96,18 +133,28 @@ def test_two_sources_that_disagree_are_conflicting(read):
 def test_a_fact_that_its_own_sentence_contradicts_gives_way_to_the_document(read):
     case = make_case(
         "Echo today: LVEF 45%.",
-        facts=[{"field": "echo.lvef", "value": 30, "source": {"doc_id": "note-1", "page": 1,
-                                                             "quote": "LVEF 45%"}}],
-    )  # fmt: skip
+        facts=[
+            {
+                "field": "echo.lvef",
+                "value": 30,
+                "source": {"doc_id": "note-1", "page": 1, "quote": "LVEF 45%"},
+            }
+        ],
+    )
     assert state(EF, case, read) is F
 
 
 def test_a_fact_taken_from_a_relatives_history_is_set_aside(read):
     case = make_case(
         "Family history: father had a stroke at 71.",
-        facts=[{"field": "history.stroke", "value": True, "source": {
-            "doc_id": "note-1", "page": 1, "quote": "father had a stroke at 71"}}],
-    )  # fmt: skip
+        facts=[
+            {
+                "field": "history.stroke",
+                "value": True,
+                "source": {"doc_id": "note-1", "page": 1, "quote": "father had a stroke at 71"},
+            }
+        ],
+    )
     assert state(STROKE, case, read) is N
 
 
@@ -145,8 +192,15 @@ def test_a_time_window_is_measured_back_from_as_of(text, expected, read):
 
 
 def test_a_duration_counts_from_the_note_date_to_as_of(read):
-    pain = TimeWindowAtom(kind="time_window", id="lbp", label="LBP ≥ 12 weeks",
-                          concept="low back pain", relation="at_least", amount=12, unit="weeks")  # fmt: skip
+    pain = TimeWindowAtom(
+        kind="time_window",
+        id="lbp",
+        label="LBP ≥ 12 weeks",
+        concept="low back pain",
+        relation="at_least",
+        amount=12,
+        unit="weeks",
+    )
     assert state(pain, make_case("Low back pain for 14 weeks.", doc_date="2026-02-20"), read) is H
     assert state(pain, make_case("Low back pain for 8 weeks.", doc_date="2026-02-20"), read) is F
 
@@ -162,8 +216,14 @@ def test_a_category_reads_the_value_next_to_its_concept(text, expected, read):
 def test_a_category_value_in_a_fact_and_in_the_request(read):
     case = make_case("x", facts=[{"field": "nyhaClass", "value": "II"}])
     assert state(NYHA, case, read) is H
-    sex = CategoryAtom(kind="category", id="sex", label="Male", concept="sex", aliases=["gender"],
-                       values={"male": ["M", "male"], "female": ["F", "female"]},
-                       allowed=["male"])  # fmt: skip
+    sex = CategoryAtom(
+        kind="category",
+        id="sex",
+        label="Male",
+        concept="sex",
+        aliases=["gender"],
+        values={"male": ["M", "male"], "female": ["F", "female"]},
+        allowed=["male"],
+    )
     assert state(sex, make_case("x", patient={"age": 40, "sex": "F"}), read) is F
     assert state(sex, make_case("x", patient={"age": 40, "sex": "M"}), read) is H

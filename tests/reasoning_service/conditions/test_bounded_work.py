@@ -14,10 +14,26 @@ from .conftest import make_case
 
 ATOMS = [
     FindingAtom(kind="finding", id="stroke", label="stroke", concept="stroke"),
-    QuantityAtom(kind="quantity", id="ef", label="EF", concept="ejection fraction",
-                 aliases=["EF"], comparator="<=", value=35, unit="percent"),  # fmt: skip
-    TimeWindowAtom(kind="time_window", id="mi", label="MI", concept="myocardial infarction",
-                   aliases=["MI"], relation="within", amount=40, unit="days"),  # fmt: skip
+    QuantityAtom(
+        kind="quantity",
+        id="ef",
+        label="EF",
+        concept="ejection fraction",
+        aliases=["EF"],
+        comparator="<=",
+        value=35,
+        unit="percent",
+    ),
+    TimeWindowAtom(
+        kind="time_window",
+        id="mi",
+        label="MI",
+        concept="myocardial infarction",
+        aliases=["MI"],
+        relation="within",
+        amount=40,
+        unit="days",
+    ),
 ]
 
 

@@ -8,7 +8,6 @@ import time
 
 import pytest
 
-from reasoning_service.conditions.heuristic import HeuristicController
 from reasoning_service.metrics import Metrics
 from reasoning_service.models import CriterionResult, CriterionStatus, EvaluationRequest
 from reasoning_service.rollout.routing import Router
@@ -54,7 +53,7 @@ async def services(tmp_path) -> Services:
 
 
 def _service(services: Services, mode: str, candidate, *, shadow: ShadowRunner | None):
-    router = Router(mode, heuristic=HeuristicController(services.retrieval), react=candidate)
+    router = Router(mode, heuristic=services.conditions, react=candidate)
     return EvaluationService(
         store=services.store, policies=services.policies, router=router, shadow=shadow
     )
