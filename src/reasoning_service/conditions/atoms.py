@@ -60,6 +60,7 @@ class AtomVerdict:
     state: AtomState
     note: str
     evidence: list[CaseEvidence]
+    by_silence: bool = False
 
 
 def evaluate_atom(atom: Atom, reading: CaseReading, min_confidence: float) -> AtomVerdict:
@@ -77,6 +78,11 @@ def evaluate_atom(atom: Atom, reading: CaseReading, min_confidence: float) -> At
     observations = _document_wins(observations, reading, names)
     if isinstance(atom, TimeWindowAtom) and atom.relation != "at_least":
         observations = _any_occurrence(observations)
+    if isinstance(atom, FindingAtom) and atom.expect == "absent":
+        observations = _presence_wins(observations)
+    if isinstance(atom, FindingAtom) and not observations and atom.when_silent == "absent":
+        state = AtomState.HOLDS if atom.expect == "absent" else AtomState.FAILS
+        return AtomVerdict(state, "not mentioned anywhere: taken as absent", [], by_silence=True)
     return _settle(observations)
 
 
@@ -145,6 +151,16 @@ def _only_unaffirmed(
     indexes = {sentence.index for sentence in sentences}
     here = [m for m in reading.mentions(names) if m.sentence.index in indexes]
     return bool(here) and not any(m.stance.affirmed for m in here)
+
+
+def _presence_wins(observations: list[_Observation]) -> list[_Observation]:
+    """For an absence: one trusted statement that the thing is present settles it (fails).
+
+    An absence atom often names several conditions ("no metastatic, inflammatory or infectious
+    cause"): "no cauda equina" does not contradict "metastases to L2".
+    """
+    present = [o for o in observations if o.says is _Says.FAILS and o.trusted]
+    return present or observations
 
 
 def _any_occurrence(observations: list[_Observation]) -> list[_Observation]:
@@ -608,7 +624,7 @@ def _event_dates(concept: str, aliases: list[str], reading: CaseReading) -> list
 
 # --- categories ---------------------------------------------------------------------------
 
-_WINDOW_AFTER = 60
+_WINDOW_AFTER = 40
 _WINDOW_BEFORE = 25
 
 
@@ -620,7 +636,7 @@ def _category(
     found: list[tuple[str, CaseEvidence, str, bool, dt.date | None]] = []
     for view in reading.facts_named(names):
         text = _category_text(view.fact.value)
-        for value in _values_in(text, value_names, reading):
+        for value in _values_in(text, value_names, reading)[:1]:
             found.append(
                 (
                     value,

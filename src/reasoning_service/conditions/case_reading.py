@@ -133,25 +133,55 @@ class ContextReader:
         return nlp, context
 
     def stances(self, text: str, spans: list[tuple[int, int]]) -> list[Stance]:
-        """The stance of each `(start, end)` span of `text` (one sentence)."""
+        """The stance of each `(start, end)` span of `text` (one sentence).
+
+        A "Label: content" line is read twice: the content alone decides negation (ConText's
+        backward ": no" cue would otherwise swallow "PSH: No spine surgery"), the whole line
+        decides family, hypothetical and possible ("Family history: stroke").
+        """
+        whole = self._read(text, spans)
+        stances: list[Stance] = []
+        for (start, end), line in zip(spans, whole, strict=True):
+            label_end = _label_end(text, start)
+            if label_end == 0:
+                stances.append(line)
+                continue
+            content = self._read(text[label_end:], [(start - label_end, end - label_end)])[0]
+            stances.append(
+                Stance(
+                    negated=content.negated,
+                    family=line.family or content.family,
+                    hypothetical=line.hypothetical or content.hypothetical,
+                    possible=line.possible or content.possible,
+                )
+            )
+        return stances
+
+    def _read(self, text: str, spans: list[tuple[int, int]]) -> list[Stance]:
         with self._lock:
             nlp, context = self._pipeline
             doc = nlp.make_doc(text)
             for position, token in enumerate(doc):
                 token.is_sent_start = position == 0
-            entities = []
-            for start, end in spans:
-                entity = doc.char_span(start, end, label="TARGET", alignment_mode="expand")
-                entities.append(entity)
-            kept = _non_overlapping(entity for entity in entities if entity is not None)
-            doc.ents = kept
+            entities = [
+                doc.char_span(start, end, label="TARGET", alignment_mode="expand")
+                for start, end in spans
+            ]
+            doc.ents = _non_overlapping(entity for entity in entities if entity is not None)
             context(doc)
             by_start = {entity.start_char: entity for entity in doc.ents}
-            stances: list[Stance] = []
-            for entity in entities:
-                found = by_start.get(entity.start_char) if entity is not None else None
-                stances.append(_stance_of(found))
-            return stances
+            return [
+                _stance_of(by_start.get(entity.start_char) if entity is not None else None)
+                for entity in entities
+            ]
+
+
+def _label_end(text: str, start: int) -> int:
+    """Where the content after a "Label:" that precedes `start` begins (0 without one)."""
+    colon = text.rfind(":", 0, start)
+    while colon > 0 and text[colon - 1].isdigit() and text[colon + 1 : colon + 2].isdigit():
+        colon = text.rfind(":", 0, colon)  # a time such as 10:30, not a label
+    return colon + 1 if colon >= 0 else 0
 
 
 def _non_overlapping(entities: Iterable) -> list:

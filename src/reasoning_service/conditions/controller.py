@@ -152,6 +152,7 @@ def _atom_result(atom: Atom, verdict: AtomVerdict, *, applicability: bool = Fals
         note=verdict.note[:300],
         evidence=verdict.evidence,
         applicability=applicability,
+        by_silence=verdict.by_silence,
     )
 
 
@@ -194,7 +195,8 @@ def _evidence(
         if atom.state not in wanted:
             continue
         verified = [v for v in (verify_case_evidence(case, e) for e in atom.evidence) if v]
-        if status is CriterionStatus.MET and not atom.applicability and not verified:
+        needs_evidence = not (atom.applicability or atom.by_silence)
+        if status is CriterionStatus.MET and needs_evidence and not verified:
             return []
         for item in verified:
             kept.setdefault((item.field, item.doc_id, item.page, item.char_start), item)

@@ -137,6 +137,9 @@ class FindingAtom(_AtomBase):
     kind: Literal["finding"]
     expect: Literal["present", "absent"] = "present"
     """`absent` needs evidence of absence: a false fact or an explicitly negated mention."""
+    when_silent: Literal["no_evidence", "absent"] = "no_evidence"
+    """What a case that never mentions the concept shows. `absent` is a reviewed choice for
+    things a record would always state when present (a restricted license, a suspension)."""
 
 
 class TimeWindowAtom(_AtomBase):

@@ -96,6 +96,8 @@ class AtomResult(_Contract):
     """`code`, or `model` when the LLM answered the atom's question."""
     applicability: bool = False
     """True for atoms of the criterion's `applies_if` precondition."""
+    by_silence: bool = False
+    """Decided because the case never mentions the concept (the atom's reviewed `when_silent`)."""
 
 
 class StepKind(StrEnum):
