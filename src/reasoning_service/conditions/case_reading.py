@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CaseReading", "ContextReader", "FactView", "Mention", "Sentence", "Stance"]
 
+_STANCES_KEPT = 50_000
 MAX_SENTENCE_CHARS = 400
 """Longer runs of text are cut at whitespace, so no scan is quadratic in a page."""
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
@@ -65,6 +67,15 @@ class Stance:
     family: bool = False
     hypothetical: bool = False
     possible: bool = False
+
+    def __or__(self, other: Stance) -> Stance:
+        """Either reading's cues count (the whole name's and its head's)."""
+        return Stance(
+            negated=self.negated or other.negated,
+            family=self.family or other.family,
+            hypothetical=self.hypothetical or other.hypothetical,
+            possible=self.possible or other.possible,
+        )
 
     @property
     def about_patient(self) -> bool:
@@ -115,6 +126,9 @@ class ContextReader:
     def __init__(self, vocabulary: Vocabulary) -> None:
         self._vocabulary = vocabulary
         self._lock = threading.Lock()
+        self._seen: OrderedDict[tuple[str, tuple[tuple[int, int], ...]], list[Stance]] = (
+            OrderedDict()
+        )
 
     @cached_property
     def _pipeline(self) -> tuple[Language, ConText]:
@@ -158,22 +172,34 @@ class ContextReader:
         return stances
 
     def _read(self, text: str, spans: list[tuple[int, int]]) -> list[Stance]:
+        """ConText over one sentence, remembered: atoms of one case share their sentences."""
+        key = (text, tuple(spans))
         with self._lock:
-            nlp, context = self._pipeline
-            doc = nlp.make_doc(text)
-            for position, token in enumerate(doc):
-                token.is_sent_start = position == 0
-            entities = [
-                doc.char_span(start, end, label="TARGET", alignment_mode="expand")
-                for start, end in spans
-            ]
-            doc.ents = _non_overlapping(entity for entity in entities if entity is not None)
-            context(doc)
-            by_start = {entity.start_char: entity for entity in doc.ents}
-            return [
-                _stance_of(by_start.get(entity.start_char) if entity is not None else None)
-                for entity in entities
-            ]
+            seen = self._seen.get(key)
+            if seen is not None:
+                return seen
+            stances = self._run(text, spans)
+            self._seen[key] = stances
+            if len(self._seen) > _STANCES_KEPT:
+                self._seen.popitem(last=False)
+            return stances
+
+    def _run(self, text: str, spans: list[tuple[int, int]]) -> list[Stance]:
+        nlp, context = self._pipeline
+        doc = nlp.make_doc(text)
+        for position, token in enumerate(doc):
+            token.is_sent_start = position == 0
+        entities = [
+            doc.char_span(start, end, label="TARGET", alignment_mode="expand")
+            for start, end in spans
+        ]
+        doc.ents = _non_overlapping(entity for entity in entities if entity is not None)
+        context(doc)
+        by_start = {entity.start_char: entity for entity in doc.ents}
+        return [
+            _stance_of(by_start.get(entity.start_char) if entity is not None else None)
+            for entity in entities
+        ]
 
 
 def _label_end(text: str, start: int) -> int:
@@ -281,18 +307,42 @@ class CaseReading:
             )
             if not spans:
                 continue
-            core = [_core_span(sentence.text, start, end) for start, end in spans]
-            for (start, end), stance in zip(
-                spans, self.context.stances(sentence.text, core), strict=True
-            ):
+            whole = self.context.stances(sentence.text, [_judged(sentence.text, *s) for s in spans])
+            heads = self.context.stances(sentence.text, [_head(sentence.text, *s) for s in spans])
+            for (start, end), by_name, by_head in zip(spans, whole, heads, strict=True):
+                stance = by_name if _negates_itself(sentence.text[start:end]) else by_name | by_head
                 mentions.append(Mention(sentence, start, end, stance))
         return mentions
 
 
-def _core_span(text: str, start: int, end: int) -> tuple[int, int]:
-    """The span ConText should judge: the name without a leading "history of"."""
+def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
+    """The name without a leading "history of" (ConText reads that as a cue of its own)."""
     prefix = _HISTORY_PREFIX.match(text[start:end])
     return (start + prefix.end(), end) if prefix and start + prefix.end() < end else (start, end)
+
+
+def _judged(text: str, start: int, end: int) -> tuple[int, int]:
+    """The part of a name ConText judges as a whole: its first word when the name carries its
+    own negation ("weight loss not sustained"), else the name without "history of"."""
+    if _negates_itself(text[start:end]):
+        first = re.match(r"\S+", text[start:end])
+        return (start, start + first.end()) if first else (start, end)
+    return _trimmed(text, start, end)
+
+
+def _head(text: str, start: int, end: int) -> tuple[int, int]:
+    """The last word of the name: its head in English.
+
+    ConText ignores a cue that overlaps its target, so "no significant improvement" would not
+    negate "significant improvement"; the head alone is past the cue.
+    """
+    words = list(re.finditer(r"\S+", text[start:end]))
+    return (start + words[-1].start(), end) if len(words) > 1 else (start, end)
+
+
+def _negates_itself(name: str) -> bool:
+    """A name such as "not sustained" carries its own negation: only the whole name is read."""
+    return _SELF_NEGATION.search(name) is not None
 
 
 def _doc_of(fact: Fact) -> str | None:
@@ -346,6 +396,8 @@ _HISTORY_PREFIX = re.compile(
     r"^(?:(?:past\s+|prior\s+|previous\s+)?(?:history|hx)\s+of|h/o|prior|previous)\s+", re.I
 )
 """Words at the start of a name that ConText reads as its own cue ("No history of stroke")."""
+
+_SELF_NEGATION = re.compile(r"\b(?:no|not|non|never|without|unable|fail(?:ed|s)?|un\w+)\b", re.I)
 
 _PATTERN_CACHE: dict[tuple[str, ...], list[re.Pattern[str]]] = {}
 _PATTERN_LOCK = threading.Lock()

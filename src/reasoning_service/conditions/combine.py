@@ -38,8 +38,11 @@ def combine(node: ConditionNode, states: Mapping[str, AtomState]) -> AtomState:
     match node:
         case AllOfConditions(all_of=children):
             return _all_of([combine(child, states) for child in children])
-        case AnyOfConditions(any_of=children):
-            return _any_of([combine(child, states) for child in children])
+        case AnyOfConditions(any_of=children, silent_children=silent):
+            results = [combine(child, states) for child in children]
+            if silent == "fail" and AtomState.FAILS in results:
+                results = [AtomState.FAILS if r is AtomState.NO_EVIDENCE else r for r in results]
+            return _any_of(results)
         case NotCondition(not_=child):
             return _negate(combine(child, states))
     return states[node.id]

@@ -220,6 +220,11 @@ class AllOfConditions(_Strict):
 
 class AnyOfConditions(_Strict):
     any_of: list[ConditionNode] = Field(min_length=1)
+    silent_children: Literal["no_evidence", "fail"] = "no_evidence"
+    """`fail`: once the case rules out one alternative on evidence, alternatives it never
+    mentions count as failed too (a reviewed choice for lists such as "documented
+    hypertension, heart disease or stroke", where a record that goes through the list and
+    names none of them shows none)."""
 
 
 class NotCondition(_Strict):

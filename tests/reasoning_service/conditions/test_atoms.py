@@ -227,3 +227,80 @@ def test_a_category_value_in_a_fact_and_in_the_request(read):
     )
     assert state(sex, make_case("x", patient={"age": 40, "sex": "F"}), read) is F
     assert state(sex, make_case("x", patient={"age": 40, "sex": "M"}), read) is H
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("PSH: No prior stroke.", F),  # a label does not swallow the negation after it
+        ("Stroke: never.", F),
+        ("Neither a stroke nor a TIA.", F),
+        ("Family history: stroke in both parents.", N),  # the label makes it a relative's
+    ],
+)
+def test_label_lines_are_read_for_negation_and_family(text, expected, read):
+    assert state(STROKE, make_case(text), read) is expected
+
+
+def test_a_cue_inside_a_longer_name_still_negates_its_head(read):
+    improvement = FindingAtom(
+        kind="finding", id="better", label="Improved", concept="significant improvement"
+    )
+    assert state(improvement, make_case("Assessment: no significant improvement."), read) is F
+    assert state(improvement, make_case("Significant improvement in pain."), read) is H
+
+
+def test_a_name_that_carries_its_own_negation_is_not_negated_by_it(read):
+    regain = FindingAtom(
+        kind="finding", id="failed", label="Not sustained", concept="weight loss not sustained"
+    )
+    assert state(regain, make_case("Lost 4 lb; weight loss not sustained."), read) is H
+
+
+def test_non_never_starts_a_name(read):
+    vt = FindingAtom(kind="finding", id="vt", label="Sustained VT", concept="sustained VT")
+    assert state(vt, make_case("Holter: non-sustained VT, 7 beats."), read) is N
+
+
+def test_an_absence_of_several_conditions_fails_on_one_that_is_present(read):
+    cause = FindingAtom(
+        kind="finding",
+        id="cause",
+        label="No systemic cause",
+        concept="systemic cause",
+        aliases=["metastases", "cauda equina"],
+        expect="absent",
+    )
+    case = make_case("No cauda equina symptoms.", "MRI: metastases to L2 and L4.")
+    assert state(cause, case, read) is F
+
+
+def test_silence_is_absence_only_where_the_conditions_say_so(read):
+    restricted = FindingAtom(
+        kind="finding",
+        id="restricted",
+        label="No restriction",
+        concept="restricted license",
+        aliases=["probation"],
+        expect="absent",
+        when_silent="absent",
+    )
+    verdict = evaluate_atom(restricted, read(make_case("License active.")), 0.7)
+    assert verdict.state is H and verdict.by_silence
+    assert state(restricted, make_case("License on probation."), read) is F
+    assert state(STROKE.model_copy(update={"expect": "absent"}), make_case("x"), read) is N
+
+
+def test_a_qualified_measurement_of_the_same_name_is_ignored(read):
+    ahi = QuantityAtom(
+        kind="quantity",
+        id="ahi",
+        label="AHI ≥ 15",
+        concept="AHI",
+        comparator=">=",
+        value=15,
+        unit="event/hour",
+        not_when=["residual"],
+    )
+    case = make_case("Diagnostic PSG: AHI 31 events/hour.", "Download: residual AHI 2.1.")
+    assert state(ahi, case, read) is H

@@ -69,3 +69,12 @@ def test_unknown_applicability_is_judged_unless_the_criterion_says_otherwise():
     )
     assert criterion_status(judged, {"short_sleep": N, "a": F}) is CriterionStatus.NOT_MET
     assert criterion_status(skipped, {"short_sleep": N, "a": F}) is CriterionStatus.NOT_APPLICABLE
+
+
+def test_silent_alternatives_fail_once_the_case_rules_one_out_where_the_conditions_say_so():
+    listed = {"any_of": [finding("htn"), finding("stroke")], "silent_children": "fail"}
+    plain = {"any_of": [finding("htn"), finding("stroke")]}
+    assert combine(conditions(listed).require, {"htn": F, "stroke": N}) is F
+    assert combine(conditions(plain).require, {"htn": F, "stroke": N}) is N
+    assert combine(conditions(listed).require, {"htn": N, "stroke": N}) is N
+    assert combine(conditions(listed).require, {"htn": F, "stroke": H}) is H
