@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import datetime as dt
 import operator
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
@@ -562,6 +563,8 @@ def _timing_near(mention: Mention, reading: CaseReading, reference: dt.date) -> 
     candidates: list[tuple[int, float]] = []
     points = find_dates(sentence.text, written) + month_only(sentence.text, written)
     for point in points:
+        if not _date_of(mention, point.start):
+            continue
         distance = min(abs(point.start - mention.end), abs(mention.start - point.end))
         candidates.append((distance, float((reference - point.date).days)))
     for days, start, end in find_durations(sentence.text):
@@ -570,6 +573,64 @@ def _timing_near(mention: Mention, reading: CaseReading, reference: dt.date) -> 
     if not candidates:
         return None
     return min(candidates)[1]
+
+
+_DATE_LEAD = re.compile(r"([A-Za-z][\w/&-]*)[\s(:,\-]*$")
+_DATE_LINKS = frozenset(
+    [
+        "on",
+        "in",
+        "dated",
+        "date",
+        "of",
+        "at",
+        "from",
+        "since",
+        "performed",
+        "done",
+        "was",
+        "were",
+        "is",
+        "completed",
+        "placed",
+        "s/p",
+        "post",
+        "status",
+        "underwent",
+        "had",
+        "onset",
+        "began",
+        "started",
+        "starting",
+        "last",
+        "prior",
+        "previous",
+        "around",
+        "about",
+        "approximately",
+        "ago",
+        "before",
+        "after",
+        "by",
+        "until",
+        "to",
+    ]
+)
+
+
+def _date_of(mention: Mention, date_start: int) -> bool:
+    """Whether a date in the sentence can be the mentioned event's: not when another noun
+    stands right before it ("TTE 2026-05-08" dates the echo, not the CABG mentioned nearby)."""
+    text = mention.sentence.text
+    if mention.start <= date_start <= mention.end + 3:
+        return True
+    lead = _DATE_LEAD.search(text[max(0, date_start - 40) : date_start])
+    if lead is None:
+        return True
+    word_end = date_start - (len(lead.group(0)) - len(lead.group(1)))
+    if mention.start < word_end <= mention.end:
+        return True
+    return lead.group(1).lower() in _DATE_LINKS
 
 
 def _fact_elapsed(
