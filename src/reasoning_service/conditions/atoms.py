@@ -650,6 +650,12 @@ def _fact_elapsed(
         if dates:
             days = float((reference - dates[0].date).days)
             return [_Elapsed(days, evidence, note, trusted, view.date)]
+    quoted = find_dates(evidence.quote, written) if evidence.doc_id else []
+    if quoted:
+        # The sentence the fact was read from dates the event: the document wins over a
+        # duration an extractor computed from it, whatever day it counted to.
+        days = float((reference - quoted[0].date).days)
+        return [_Elapsed(days, evidence, f"{note} ({evidence.quote})", trusted, view.date)]
     for measured in _fact_measures(view, reading):
         unit = measured.unit or _unit_from_words(view.words)
         days = convert(measured.low, unit, "day") if unit else None
