@@ -8,7 +8,7 @@ import pint
 
 __all__ = ["UnitError", "check_unit", "convert", "registry"]
 
-_COUNTS = ("event", "visit", "session", "treatment", "point", "night")
+_COUNTS = ("event", "visit", "session", "treatment", "night")
 
 
 class UnitError(ValueError):

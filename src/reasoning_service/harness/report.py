@@ -248,6 +248,25 @@ def _worst(pairs: Sequence[tuple[LabeledExample, CriterionResult]]) -> list[int]
     return sorted(range(len(pairs)), key=rank)[:MAX_WORST]
 
 
+def _atoms_table(result: CriterionResult) -> str:
+    """Per-atom verdicts and the evidence that decided each (empty without conditions)."""
+    if not result.atoms:
+        return ""
+    rows = []
+    for atom in result.atoms:
+        evidence = "<br>".join(
+            f"[{_e(e.field or e.doc_id or '')}{_e(f' p{e.page}' if e.page else '')}] {_e(e.quote)}"
+            for e in atom.evidence[:3]
+        )
+        label = ("if " if atom.applicability else "") + atom.label
+        rows.append(
+            f"<tr><td>{_e(label)}</td><td>{_e(atom.state.value)} ({_e(atom.decided_by)})</td>"
+            f"<td>{_e(atom.note)}</td><td>{evidence}</td></tr>"
+        )
+    head = "<tr><th>condition</th><th>verdict</th><th>what was found</th><th>evidence</th></tr>"
+    return f"<p><b>Conditions</b></p><table>{head}{''.join(rows)}</table>"
+
+
 def _example_block(example: LabeledExample, result: CriterionResult) -> str:
     unsafe = result.status == CriterionStatus.MET and example.gold_status in UNSAFE_GOLD
     flag = ' <span class="unsafe">UNSAFE MET</span>' if unsafe else ""
@@ -263,6 +282,7 @@ def _example_block(example: LabeledExample, result: CriterionResult) -> str:
         f"{_e(f' {s.arguments}' if s.arguments else '')}: {_e(s.content)}</pre>"
         for s in result.reasoning_trace
     )
+    atoms = _atoms_table(result)
     gold_case = "".join(f"<pre>{_e(q)}</pre>" for q in example.gold_case_quotes)
     sentence_ids = (
         f"<p>sentence ids: {_e(example.gold_sentence_ids)}</p>"
@@ -276,7 +296,7 @@ def _example_block(example: LabeledExample, result: CriterionResult) -> str:
 {_e(f" · {result.reason_code.value}" if result.reason_code else "")}</h4>
 <p><b>Rationale</b></p><pre>{_e(result.rationale)}</pre>
 <p><b>Policy citations</b></p>{policy or "<p>none</p>"}
-<p><b>Case evidence</b></p>{case or "<p>none</p>"}
+{atoms}<p><b>Case evidence</b></p>{case or "<p>none</p>"}
 <details><summary>Trace ({len(result.reasoning_trace)} steps)</summary>{trace}</details></div>
 <div><h4>Gold: {_e(example.gold_status.value)}</h4>
 <p><b>Note</b></p><pre>{_e(example.note)}</pre>
