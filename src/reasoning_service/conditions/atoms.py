@@ -216,6 +216,12 @@ def _trusted(view: FactView, min_confidence: float) -> bool:
     return view.fact.confidence >= min_confidence
 
 
+def _trusted_clinically(view: FactView, min_confidence: float) -> bool:
+    """A finding needs the record's word: the request's own codes and service text are the
+    requester's claim, so on their own they never settle a clinical finding."""
+    return _trusted(view, min_confidence) and not view.fact.field.startswith("request.")
+
+
 def _about(mentions: Iterable[Mention]) -> list[Mention]:
     """Mentions that are statements about this patient (not a relative, not hypothetical)."""
     return [m for m in mentions if m.stance.about_patient]
@@ -241,7 +247,7 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
                 says,
                 view.evidence(),
                 f"{view.fact.field} = {_short(view.fact.value)} ({word})",
-                _trusted(view, min_confidence),
+                _trusted_clinically(view, min_confidence),
                 view.date,
             )
         )
@@ -260,7 +266,7 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
                 says,
                 view.evidence(),
                 f"{view.fact.field}: {_short(view.fact.value)}",
-                _trusted(view, min_confidence),
+                _trusted_clinically(view, min_confidence),
                 view.date,
             )
         )
