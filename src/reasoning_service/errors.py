@@ -12,6 +12,8 @@ The tree follows what the caller can do about it::
     ├── NotFoundError              a policy, criterion or evaluation that does not exist (404)
     ├── InvalidInputError          a request the caller must fix (422)
     ├── PolicyFormatError          a policy document that cannot be indexed (422)
+    ├── ConflictError              a stored policy version or an idempotency key that may not
+    │                              change (409)
     ├── AuthError                  Unauthenticated (401: no or unknown API key),
     │                              Forbidden (403: the key may not do this)
     ├── StoreError                 the database failed; nothing half-written was kept
@@ -103,6 +105,10 @@ class InvalidInputError(ReasoningError):
 
 class PolicyFormatError(ReasoningError):
     """A policy document could not be turned into a tree."""
+
+
+class ConflictError(ReasoningError):
+    """The request contradicts what is already stored (a policy version, an idempotency key)."""
 
 
 class AuthError(ReasoningError):

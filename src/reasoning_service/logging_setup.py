@@ -2,8 +2,10 @@
 
 Case data is PHI and keys are secrets, so the formatter never dumps a record's `extra` wholesale:
 only the names in `ALLOWED_FIELDS` pass (ids, labels, counts, durations). Exceptions are logged by
-type and stack frames, never by message (a validation error's message can quote case data).
-`case_id` is patient-linked, so it is not on the list.
+type and the file:line of the last frame, never by message or traceback text (a validation
+error's message can quote case data). `case_id` is patient-linked, so it is not on the list.
+`SecretMask` replaces the configured provider keys' exact values in every line, whatever their
+format (not only `sk-…`); the store and the API's error replies use the same mask.
 
 `RequestIdMiddleware` (pure ASGI) takes a safe `X-Request-ID` from the caller or makes one, puts it
 in a context variable for every log line of the request, echoes it in the response, and logs one
@@ -29,6 +31,7 @@ __all__ = [
     "ALLOWED_FIELDS",
     "JsonFormatter",
     "RequestIdMiddleware",
+    "SecretMask",
     "configure_logging",
     "request_id",
 ]
@@ -60,6 +63,9 @@ ALLOWED_FIELDS = frozenset(
         "path",
         "status_code",
         "duration_ms",
+        "action",
+        "outcome",
+        "limit",
     }
 )
 _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -67,8 +73,36 @@ _OUR_HANDLER = "_reasoning_service_handler"
 _BODY_LOGGERS = ("openai", "anthropic", "httpcore", "httpx")
 
 
+class SecretMask:
+    """Replaces the exact values of configured secrets (provider API keys) with `***`."""
+
+    REPLACEMENT = "***"
+
+    def __init__(self, secrets: list[str] | tuple[str, ...] = ()) -> None:
+        # Each value as written and as it appears inside a JSON string.
+        variants = {v for s in secrets if s for v in (s, json.dumps(s)[1:-1])}
+        self._secrets = tuple(sorted(variants, key=len, reverse=True))
+
+    def __bool__(self) -> bool:
+        return bool(self._secrets)
+
+    def text(self, value: str) -> str:
+        """`value` with every secret replaced."""
+        for secret in self._secrets:
+            if secret in value:
+                value = value.replace(secret, self.REPLACEMENT)
+        return value
+
+    def optional(self, value: str | None) -> str | None:
+        return None if value is None else self.text(value)
+
+
 class JsonFormatter(logging.Formatter):
     """`{"ts", "level", "logger", "message", "request_id", <allowed extras>, "exc_type"?}`."""
+
+    def __init__(self, mask: SecretMask | None = None) -> None:
+        super().__init__()
+        self._mask = mask or SecretMask()
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
@@ -85,7 +119,7 @@ class JsonFormatter(logging.Formatter):
                 entry[name] = _plain(record.__dict__[name])
         if record.exc_info and record.exc_info[1] is not None:
             entry.update(_exception_fields(record.exc_info[1]))
-        return json.dumps(entry, default=str)
+        return self._mask.text(json.dumps(entry, default=str))
 
 
 def _plain(value: Any) -> Any:
@@ -93,40 +127,70 @@ def _plain(value: Any) -> Any:
 
 
 def _exception_fields(exc: BaseException) -> dict[str, Any]:
-    """Type names of the exception chain and where it was raised: no messages, no locals."""
+    """Type names of the exception chain and the file:line it was raised at: no message, no
+    traceback text, no locals (any of them can quote case data)."""
     chain, seen = [], set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         chain.append(type(current).__name__)
         current = current.__cause__ or current.__context__
-    frames = traceback.extract_tb(exc.__traceback__)[-5:]
-    return {
-        "exc_type": " <- ".join(chain),
-        "exc_where": [f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno}:{f.name}" for f in frames],
-    }
+    frames = traceback.extract_tb(exc.__traceback__)
+    fields: dict[str, Any] = {"exc_type": " <- ".join(chain)}
+    if frames:
+        fields["exc_where"] = f"{frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno}"
+    return fields
 
 
 def configure_logging(
-    level: str = "INFO", *, log_format: str = "json", stream: IO[str] | None = None
+    level: str = "INFO",
+    *,
+    log_format: str = "json",
+    stream: IO[str] | None = None,
+    mask: SecretMask | None = None,
 ) -> logging.Handler:
-    """Install (or replace) the service's handler on the root logger; returns it."""
+    """Make the service's handler the root logger's only handler; returns it.
+
+    A plain stream handler already on the root (what `logging.basicConfig` installs) is removed
+    too, so each line is written once and only through the allow-list; handlers of other
+    types (a test's log capture) stay."""
     root = logging.getLogger()
     for handler in list(root.handlers):
-        if getattr(handler, _OUR_HANDLER, False):
+        if getattr(handler, _OUR_HANDLER, False) or type(handler) is logging.StreamHandler:
             root.removeHandler(handler)
     handler = logging.StreamHandler(stream or sys.stderr)
     setattr(handler, _OUR_HANDLER, True)
     if log_format == "json":
-        handler.setFormatter(JsonFormatter())
+        handler.setFormatter(JsonFormatter(mask))
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        handler.setFormatter(_TextFormatter(mask))
     root.addHandler(handler)
     root.setLevel(level.upper())
     # Access lines come from RequestIdMiddleware (route paths, request ids), not from uvicorn.
     logging.getLogger("uvicorn.access").disabled = True
     quiet_body_loggers()
     return handler
+
+
+class _TextFormatter(logging.Formatter):
+    """`log_format=text`: one readable line; exceptions by type and place, as in JSON."""
+
+    def __init__(self, mask: SecretMask | None) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
+        self._mask = mask or SecretMask()
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().formatMessage(_without_exc(record, self))
+        if record.exc_info and record.exc_info[1] is not None:
+            fields = _exception_fields(record.exc_info[1])
+            line += f" [{fields['exc_type']} at {fields.get('exc_where', '?')}]"
+        return self._mask.text(line)
+
+
+def _without_exc(record: logging.LogRecord, formatter: logging.Formatter) -> logging.LogRecord:
+    record.message = record.getMessage()
+    record.asctime = formatter.formatTime(record)
+    return record
 
 
 def quiet_body_loggers() -> None:

@@ -134,6 +134,23 @@ class Settings(BaseSettings):
     shadow_max_pending: int = Field(default=32, ge=0, le=1024)
     """Shadow runs in flight at once; beyond it a comparison is skipped (and counted)."""
 
+    # --- input limits (every request is bounded before it is parsed or stored) ---------------
+    max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
+    """Largest request body; a longer one gets 413 before it is parsed (chunked bodies too)."""
+    max_documents: int = Field(default=50, ge=1)
+    """Documents in one case bundle."""
+    max_pages_per_document: int = Field(default=500, ge=1)
+    max_page_chars: int = Field(default=100_000, ge=1)
+    """Characters in one page of a case document."""
+    max_facts: int = Field(default=1000, ge=1)
+    """Facts in one case bundle."""
+    max_criterion_ids: int = Field(default=100, ge=1)
+    """`criterion_ids` in one evaluation request."""
+    max_policy_nodes: int = Field(default=5000, ge=1, le=10_000)
+    """Sections of one policy tree (node ids have four digits, so at most 10,000)."""
+    max_policy_depth: int = Field(default=32, ge=1, le=200)
+    """Nesting depth of one policy tree."""
+
     # --- auth ----------------------------------------------------------------------------------
     auth: Literal["on", "off"] = "on"
     """`on`: every /v1 route needs `Authorization: Bearer <key>` (create one with
@@ -148,6 +165,14 @@ class Settings(BaseSettings):
             return check_controller_mode(value)
         except ConfigError as exc:
             raise ValueError(f"REASONING_{exc}") from exc
+
+    def secret_values(self) -> list[str]:
+        """The configured provider keys in plain text, for masking wherever text leaves us.
+
+        Keys shorter than 8 characters are left out: masking them would garble ordinary text."""
+        keys = (self.llm_api_key, self.reflection_api_key)
+        values = (key.get_secret_value() for key in keys if key is not None)
+        return [value for value in values if len(value) >= 8]
 
     def reflection_settings(self) -> Settings:
         """These settings with the LLM fields of the reflection model, when one is configured."""

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from retrieval.summary import summarize
-from retrieval.tree import TreeNode
+from retrieval.tree import TreeNode, check_node_count
 
 PREAMBLE_TITLE = "Preamble"
 """Title of the node holding text that comes before the first heading."""
@@ -36,6 +36,7 @@ class _Section:
 def build_tree_from_markdown(text: str) -> list[TreeNode]:
     """Return the root nodes of the heading tree of a Markdown document."""
     sections = _scan(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
+    check_node_count(len(sections))
     roots = _nest(sections)
     counter = iter(range(10_000))
     return [_to_node(section, counter) for section in roots]

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from retrieval.errors import TreeBuildError
-from retrieval.tree import TreeNode
+from retrieval.tree import MAX_DEPTH, TreeNode, check_node_count
 
 _INT_FIELDS = ("start_index", "end_index", "line_num")
 
@@ -20,6 +20,7 @@ _INT_FIELDS = ("start_index", "end_index", "line_num")
 def tree_from_pageindex(obj: Any) -> list[TreeNode]:
     """Return the tree held in PageIndex JSON (already parsed), or raise `TreeBuildError`."""
     structure = _structure_of(obj)
+    _check_size(structure)
     reassign = _any_missing_id(structure)
     counter = iter(range(10_000))
     nodes = [
@@ -45,6 +46,21 @@ def _structure_of(obj: Any) -> list[Any]:
             f"PageIndex 'structure' must be a list of nodes, got {type(obj).__name__}"
         )
     return obj
+
+
+def _check_size(structure: list[Any]) -> None:
+    """Count nodes and depth without recursion, before the recursive build runs."""
+    count = 0
+    stack = [(raw, 1) for raw in structure]
+    while stack:
+        raw, depth = stack.pop()
+        count += 1
+        if depth > MAX_DEPTH:
+            raise TreeBuildError(f"the tree is nested more than {MAX_DEPTH} levels deep")
+        children = raw.get("nodes") if isinstance(raw, dict) else None
+        if isinstance(children, list):
+            stack.extend((child, depth + 1) for child in children)
+    check_node_count(count)
 
 
 def _any_missing_id(raw_nodes: list[Any]) -> bool:

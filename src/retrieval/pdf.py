@@ -27,7 +27,7 @@ from pypdf.generic import Destination
 from retrieval.errors import TreeBuildError
 from retrieval.markdown import PREAMBLE_TITLE
 from retrieval.summary import summarize
-from retrieval.tree import TreeNode
+from retrieval.tree import TreeNode, check_node_count
 
 _MAX_HEADING_CHARS = 80
 _NUMBERED_HEADING = re.compile(r"^(?:[A-Z]|[IVX]{1,5}|\d{1,2}(?:\.\d{1,2})*)[.)]\s+[A-Z(]")
@@ -200,6 +200,7 @@ def _with_preamble(entries: list[_Entry], document: _Document) -> list[_Entry]:
 
 def _to_tree(entries: list[_Entry], document: _Document) -> list[TreeNode]:
     """Nest entries by depth, giving ids in entry (depth-first) order and page ranges."""
+    check_node_count(len(entries))
     roots: list[TreeNode] = []
     stack: list[tuple[int, TreeNode]] = []
     for index, entry in enumerate(entries):

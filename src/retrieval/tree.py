@@ -11,6 +11,13 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from retrieval.errors import TreeBuildError
+
+MAX_NODES = 10_000
+"""Node ids have four digits, so a tree holds at most this many nodes."""
+MAX_DEPTH = 200
+"""Deepest nesting the recursive builders accept (far below Python's recursion limit)."""
+
 
 class TreeNode(BaseModel):
     """One section of a policy document."""
@@ -45,3 +52,20 @@ def walk(nodes: list[TreeNode]) -> Iterator[TreeNode]:
 def find_node(nodes: list[TreeNode], node_id: str) -> TreeNode | None:
     """Return the node with `node_id`, or None."""
     return next((node for node in walk(nodes) if node.node_id == node_id), None)
+
+
+def check_node_count(count: int) -> None:
+    """Raise TreeBuildError when a document would need more than `MAX_NODES` nodes."""
+    if count > MAX_NODES:
+        raise TreeBuildError(f"the document has more than {MAX_NODES} sections")
+
+
+def measure(nodes: list[TreeNode]) -> tuple[int, int]:
+    """(node count, depth) of a tree, without recursion."""
+    count, depth = 0, 0
+    stack = [(node, 1) for node in nodes]
+    while stack:
+        node, level = stack.pop()
+        count, depth = count + 1, max(depth, level)
+        stack.extend((child, level + 1) for child in node.nodes)
+    return count, depth

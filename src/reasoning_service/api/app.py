@@ -10,9 +10,15 @@ from fastapi import Depends, FastAPI
 
 from reasoning_service import __version__
 from reasoning_service.api.auth import AUTH_RESPONSES, require_caller
-from reasoning_service.api.errors import ERROR_RESPONSES, install_error_handlers
-from reasoning_service.api.routes import evaluations, health, metrics, policies, shadow
-from reasoning_service.logging_setup import RequestIdMiddleware, configure_logging
+from reasoning_service.api.errors import (
+    ERROR_RESPONSES,
+    UnexpectedErrorMiddleware,
+    install_error_handlers,
+)
+from reasoning_service.api.idempotency import IdempotencyLocks
+from reasoning_service.api.limits import BodyLimitMiddleware
+from reasoning_service.api.routes import admin, evaluations, health, metrics, policies, shadow
+from reasoning_service.logging_setup import RequestIdMiddleware, SecretMask, configure_logging
 from reasoning_service.service.container import build_services
 from reasoning_service.settings import Settings
 from reasoning_service.store import Store
@@ -24,7 +30,11 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None) 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        configure_logging(settings.log_level, log_format=settings.log_format)
+        configure_logging(
+            settings.log_level,
+            log_format=settings.log_format,
+            mask=SecretMask(settings.secret_values()),
+        )
         if settings.auth == "off":
             logging.getLogger(__name__).warning(
                 "authentication is OFF (REASONING_AUTH=off): every caller is an admin",
@@ -42,7 +52,11 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None) 
         version=__version__,
         lifespan=lifespan,
     )
+    app.state.idempotency_locks = IdempotencyLocks()
     install_error_handlers(app)
+    # The last added runs first: request id, then the catch-all, then the body limit.
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(UnexpectedErrorMiddleware)
     app.add_middleware(RequestIdMiddleware)
     app.include_router(health.router)
     app.include_router(metrics.router)
@@ -54,4 +68,5 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None) 
     app.include_router(policies.router, **guarded)
     app.include_router(evaluations.router, **guarded)
     app.include_router(shadow.router, **guarded)
+    app.include_router(admin.router, **guarded)
     return app

@@ -1,7 +1,9 @@
 """API-key auth: `Authorization: Bearer <key>` on every /v1 route (REASONING_AUTH=on, the default).
 
 Keys are created with `reasoning-service api-key create [--admin]`; only their sha256 is stored
-(`store/keys.py`). A key reads only the evaluations it created unless it is an admin key.
+(`store/keys.py`). A key reads only the evaluations it created unless it is an admin key; only
+admin keys upload policies and manage keys. The store is asked on every request (no cache), so
+a revoked, rotated or expired key is refused from the next request on.
 With REASONING_AUTH=off every caller is an anonymous admin (a warning is logged at start-up).
 """
 
@@ -47,6 +49,13 @@ class Caller:
         if not self.admin and owner != self.key_id:
             raise Forbidden(f"{what} was created with another API key; this key cannot read it")
 
+    def check_admin(self, what: str) -> None:
+        """Raise Forbidden unless this caller is an admin."""
+        if not self.admin:
+            raise Forbidden(
+                f"{what} needs an admin key (`reasoning-service api-key create --admin`)"
+            )
+
 
 async def require_caller(
     request: Request,
@@ -60,7 +69,7 @@ async def require_caller(
         raise Unauthenticated(_MISSING)
     key = await find_api_key(services.store, credentials.credentials.strip())
     if key is None:
-        raise Unauthenticated("the API key is not valid (unknown or revoked)")
+        raise Unauthenticated("the API key is not valid (unknown, revoked, rotated or expired)")
     request.state.key_id = key.key_id
     return Caller(key_id=key.key_id, admin=key.admin)
 
@@ -69,10 +78,7 @@ CallerDep = Annotated[Caller, Depends(require_caller)]
 
 
 async def require_admin(caller: CallerDep) -> Caller:
-    if not caller.admin:
-        raise Forbidden(
-            "this route needs an admin key (`reasoning-service api-key create --admin`)"
-        )
+    caller.check_admin("this route")
     return caller
 
 

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from reasoning_service.api.idempotency import IdempotencyLocks
 from reasoning_service.service.container import Services
 
 
@@ -13,4 +14,9 @@ def get_services(request: Request) -> Services:
     return request.app.state.services
 
 
+def get_idempotency_locks(request: Request) -> IdempotencyLocks:
+    return request.app.state.idempotency_locks
+
+
 ServicesDep = Annotated[Services, Depends(get_services)]
+IdempotencyLocksDep = Annotated[IdempotencyLocks, Depends(get_idempotency_locks)]

@@ -1,4 +1,10 @@
-"""How errors leave the API: a status saying whose problem it is, a message naming the field."""
+"""How errors leave the API: a status saying whose problem it is, a message naming the field.
+
+Every error, expected or not, has the `ErrorResponse` shape with the request id. Messages name
+the field, never a value the caller sent (case data is PHI), and pass the `SecretMask`.
+Anything unexpected becomes a 500 `internal_error` with no exception text
+(`UnexpectedErrorMiddleware`); the log line has the exception's type and place only.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +16,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from reasoning_service.errors import (
     ConfigError,
+    ConflictError,
     Forbidden,
     InvalidInputError,
     NotFoundError,
@@ -20,6 +28,7 @@ from reasoning_service.errors import (
     StoreError,
     Unauthenticated,
 )
+from reasoning_service.logging_setup import SecretMask, request_id
 
 logger = logging.getLogger(__name__)
 
@@ -32,12 +41,17 @@ class ErrorResponse(BaseModel):
     message: str
     """What is wrong, naming the field when there is one."""
     detail: list[dict[str, Any]] | None = None
+    request_id: str | None = None
+    """The `X-Request-ID` of the request, to find its log lines."""
 
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorResponse, "description": "The body is not valid JSON."},
     404: {"model": ErrorResponse, "description": "No such policy, criterion or evaluation."},
+    409: {"model": ErrorResponse, "description": "Conflicts with what is stored."},
+    413: {"model": ErrorResponse, "description": "The body is larger than the limit."},
     422: {"model": ErrorResponse, "description": "The request is invalid; the message says why."},
+    500: {"model": ErrorResponse, "description": "Unexpected; the request id finds the log."},
     503: {"model": ErrorResponse, "description": "The store is unavailable."},
 }
 """The error statuses every /v1 route can return, for the OpenAPI document."""
@@ -47,14 +61,34 @@ _HTTP_ERROR_CODES = {
     400: "malformed_body",
     404: "not_found",
     405: "method_not_allowed",
+    409: "conflict",
     413: "body_too_large",
     415: "unsupported_media_type",
 }
 
 
-def _reply(status: int, error: str, message: str, detail: list[Any] | None = None) -> JSONResponse:
-    body = ErrorResponse(error=error, message=message, detail=detail)
+def error_reply(
+    status: int,
+    error: str,
+    message: str,
+    detail: list[Any] | None = None,
+    *,
+    mask: SecretMask | None = None,
+) -> JSONResponse:
+    """An error response in the service's shape, with the current request id."""
+    if mask:
+        message = mask.text(message)
+    body = ErrorResponse(error=error, message=message, detail=detail, request_id=request_id.get())
     return JSONResponse(status_code=status, content=body.model_dump(exclude_none=True))
+
+
+def _mask_of(request: Request) -> SecretMask | None:
+    services = getattr(request.app.state, "services", None)
+    return SecretMask(services.settings.secret_values()) if services is not None else None
+
+
+def _reply(status: int, error: str, message: str, detail: list[Any] | None = None) -> JSONResponse:
+    return error_reply(status, error, message, detail)
 
 
 def _field(location: tuple[Any, ...] | list[Any]) -> str:
@@ -78,19 +112,22 @@ def install_error_handlers(app: FastAPI) -> None:
     async def not_found(_: Request, exc: Exception) -> JSONResponse:
         return _reply(404, "not_found", str(exc))
 
-    async def invalid(_: Request, exc: Exception) -> JSONResponse:
-        return _reply(422, "invalid_request", str(exc))
+    async def invalid(request: Request, exc: Exception) -> JSONResponse:
+        return error_reply(422, "invalid_request", str(exc), mask=_mask_of(request))
 
-    async def bad_policy(_: Request, exc: Exception) -> JSONResponse:
-        return _reply(422, "invalid_policy_document", str(exc))
+    async def bad_policy(request: Request, exc: Exception) -> JSONResponse:
+        return error_reply(422, "invalid_policy_document", str(exc), mask=_mask_of(request))
 
     async def store_down(_: Request, exc: Exception) -> JSONResponse:
         logger.error("store failure", exc_info=exc)
         return _reply(503, "store_unavailable", "the store is unavailable; nothing was written")
 
-    async def misconfigured(_: Request, exc: Exception) -> JSONResponse:
+    async def misconfigured(request: Request, exc: Exception) -> JSONResponse:
         logger.error("configuration error", exc_info=exc)
-        return _reply(500, "misconfigured", str(exc))
+        return error_reply(500, "misconfigured", str(exc), mask=_mask_of(request))
+
+    async def conflict(request: Request, exc: Exception) -> JSONResponse:
+        return error_reply(409, "conflict", str(exc), mask=_mask_of(request))
 
     async def unauthenticated(_: Request, exc: Exception) -> JSONResponse:
         response = _reply(401, "unauthenticated", str(exc))
@@ -117,3 +154,40 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(PolicyFormatError, bad_policy)
     app.add_exception_handler(StoreError, store_down)
     app.add_exception_handler(ConfigError, misconfigured)
+    app.add_exception_handler(ConflictError, conflict)
+
+
+class UnexpectedErrorMiddleware:
+    """Pure ASGI: an exception no handler mapped becomes a 500 in the service's error shape.
+
+    Sits inside `RequestIdMiddleware`, so the reply and the one log line carry the request id.
+    The exception is logged by type and place only (the JSON formatter's rule) and not re-raised,
+    so no server prints its traceback a second time."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:
+            logger.error("unexpected error", exc_info=exc)
+            if started:
+                raise  # nothing can be sent any more; the server closes the connection
+            response = error_reply(
+                500,
+                "internal_error",
+                "an unexpected error occurred; nothing about it is in this reply: "
+                "quote the request id to the operator",
+            )
+            await response(scope, receive, send)

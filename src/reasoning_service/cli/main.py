@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import datetime as dt
 import json
-import logging
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -16,7 +17,7 @@ from rich.console import Console
 from reasoning_service.api.app import create_app
 from reasoning_service.bench import PROFILES, run_bench
 from reasoning_service.cli.render import render_evaluation
-from reasoning_service.errors import NotFoundError, ReasoningError
+from reasoning_service.errors import InvalidInputError, NotFoundError, ReasoningError
 from reasoning_service.harness.commands import add_eval_commands
 from reasoning_service.llm.local_server import find_model, is_runtime_installed
 from reasoning_service.logging_setup import configure_logging
@@ -30,7 +31,12 @@ from reasoning_service.models import (
 from reasoning_service.service.container import Services, build_services
 from reasoning_service.settings import Settings
 from reasoning_service.store.comparisons import shadow_report
-from reasoning_service.store.keys import create_api_key
+from reasoning_service.store.keys import (
+    create_api_key,
+    list_api_keys,
+    revoke_api_key,
+    rotate_api_key,
+)
 from retrieval.tree import walk
 
 _DEMO_CASE = "cpap-example-001.json"
@@ -41,7 +47,8 @@ _DEMO_LOCAL_CRITERIA = ("NCD-240.4/C1", "NCD-240.4/C5")
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    # One handler, JSON through the allow-list (no basicConfig: it would write every line twice).
+    configure_logging("WARNING")
     # Pipes (make run, CI logs) default to 80 columns, too narrow for the citation table.
     console = Console() if sys.stdout.isatty() else Console(width=160)
     try:
@@ -96,7 +103,21 @@ def _parser() -> argparse.ArgumentParser:
     create_key = key_commands.add_parser("create", help="create a key and print it once")
     create_key.add_argument("--admin", action="store_true", help="may read every evaluation")
     create_key.add_argument("--label", help="a note to tell keys apart (not secret)")
+    create_key.add_argument(
+        "--expires-in-days", type=float, help="the key stops working after this many days"
+    )
     create_key.set_defaults(run=_create_api_key)
+    list_keys = key_commands.add_parser("list", help="list keys (ids and dates, never secrets)")
+    list_keys.add_argument("--json", action="store_true", help="print the keys as JSON")
+    list_keys.set_defaults(run=_list_api_keys)
+    revoke_key = key_commands.add_parser("revoke", help="revoke a key now")
+    revoke_key.add_argument("key_id")
+    revoke_key.set_defaults(run=_revoke_api_key)
+    rotate_key = key_commands.add_parser(
+        "rotate", help="give a key a new secret, print it once; the old one stops working"
+    )
+    rotate_key.add_argument("key_id")
+    rotate_key.set_defaults(run=_rotate_api_key)
 
     report = commands.add_parser("shadow-report", help="agreement of shadow runs")
     report.add_argument("--window-hours", type=float, default=24.0)
@@ -168,7 +189,7 @@ async def _index_policy(services: Services, args: argparse.Namespace, console: C
     else:
         source_format, content = SourceFormat.MARKDOWN, args.file.read_text(encoding="utf-8")
     criteria = CriteriaSet.model_validate_json(args.criteria.read_text()) if args.criteria else None
-    policy = await services.policies.ingest(
+    ingested = await services.policies.ingest(
         PolicyUpload(
             policy_id=args.policy_id or (criteria.policy_id if criteria else args.file.stem),
             version=args.version,
@@ -178,8 +199,10 @@ async def _index_policy(services: Services, args: argparse.Namespace, console: C
             criteria=criteria,
         )
     )
+    policy = ingested.policy
+    verb = "indexed" if ingested.created else "already stored:"
     console.print(
-        f"indexed {policy.policy_id} v{policy.version} sha256 {policy.sha256} "
+        f"{verb} {policy.policy_id} v{policy.version} sha256 {policy.sha256} "
         f"({sum(1 for _ in walk(policy.tree))} nodes, {policy.criteria_count} criteria)"
     )
     return 0
@@ -249,14 +272,48 @@ async def _trace(services: Services, args: argparse.Namespace, console: Console)
 
 async def _create_api_key(services: Services, args: argparse.Namespace, console: Console) -> int:
 
+    if args.expires_in_days is not None and args.expires_in_days <= 0:
+        raise InvalidInputError("--expires-in-days: must be more than 0")
     key, plaintext = await create_api_key(
         services.store,
         admin=args.admin,
         label=args.label,
+        expires_in_days=args.expires_in_days,
     )
     kind = "admin key" if key.admin else "key"
+    expiry = f", expires {key.expires_at:%Y-%m-%d %H:%M} UTC" if key.expires_at else ""
     Console(stderr=True).print(
-        f"created {kind} {key.key_id}; it is shown once and only its hash is stored:"
+        f"created {kind} {key.key_id}{expiry}; it is shown once and only its hash is stored:"
+    )
+    print(plaintext)
+    return 0
+
+
+async def _list_api_keys(services: Services, args: argparse.Namespace, console: Console) -> int:
+    now = dt.datetime.now(dt.UTC)
+    keys = await list_api_keys(services.store)
+    if args.json:
+        rows = [{**dataclasses.asdict(k), "live": k.is_live(now)} for k in keys]
+        print(json.dumps(rows, default=str, indent=2))
+        return 0
+    for key in keys:
+        state = "live" if key.is_live(now) else "revoked" if key.revoked_at else "expired"
+        expiry = f" expires {key.expires_at:%Y-%m-%d}" if key.expires_at else ""
+        kind = " admin" if key.admin else ""
+        console.print(f"{key.key_id}{kind} {state}{expiry} {key.label or ''}".rstrip())
+    return 0
+
+
+async def _revoke_api_key(services: Services, args: argparse.Namespace, console: Console) -> int:
+    key = await revoke_api_key(services.store, args.key_id)
+    console.print(f"revoked {key.key_id}; its next request is refused")
+    return 0
+
+
+async def _rotate_api_key(services: Services, args: argparse.Namespace, console: Console) -> int:
+    key, plaintext = await rotate_api_key(services.store, args.key_id)
+    Console(stderr=True).print(
+        f"rotated {key.key_id}: the old key no longer works; the new one is shown once:"
     )
     print(plaintext)
     return 0

@@ -83,9 +83,10 @@ class CaseBundle(_Contract):
     @model_validator(mode="after")
     def _check_documents(self) -> CaseBundle:
         seen: set[str] = set()
-        for document in self.documents:
+        for index, document in enumerate(self.documents):
             if document.doc_id in seen:
-                raise ValueError(f"documents: doc_id {document.doc_id!r} appears twice")
+                # Named by position: a doc id can be patient-linked, so it is never echoed.
+                raise ValueError(f"documents[{index}].doc_id: the same doc_id appears twice")
             seen.add(document.doc_id)
         has_text = any(page.strip() for document in self.documents for page in document.pages)
         if not self.facts and not has_text:

@@ -164,11 +164,17 @@ class Policy(PolicySummary):
         return PolicySummary.model_validate(self.model_dump(exclude={"tree", "criteria"}))
 
 
+SAFE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+"""Policy ids and versions: one path segment of letters, digits, `.`, `-`, `_`; no `..`."""
+
+
 class PolicyUpload(_Contract):
     """JSON body of `POST /v1/policies`."""
 
-    policy_id: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9._\-/]+$")
-    version: str = Field(default="1", min_length=1, max_length=50)
+    policy_id: str = Field(pattern=SAFE_ID_PATTERN)
+    """Letters, digits, `.`, `-`, `_` (up to 100, starting with a letter or digit, no `..`)."""
+    version: str = Field(default="1", pattern=SAFE_ID_PATTERN)
+    """The same rule as `policy_id`. A stored version never changes: upload a new one."""
     title: str | None = None
     """Defaults to the document's first heading."""
     source_format: SourceFormat
@@ -177,3 +183,10 @@ class PolicyUpload(_Contract):
     source_url: str | None = None
     license: str | None = None
     criteria: CriteriaSet | None = None
+
+    @field_validator("policy_id", "version")
+    @classmethod
+    def _no_parent_reference(cls, value: str) -> str:
+        if ".." in value:
+            raise ValueError("must not contain '..'")
+        return value

@@ -13,6 +13,7 @@ from reasoning_service.llm.base import LLMClient
 from reasoning_service.llm.factory import build_llm_client, with_tool_calling_mode
 from reasoning_service.llm.local_server import LocalLlamaServer, find_model, is_runtime_installed
 from reasoning_service.llm.recording import RecordingLLMClient, record_to_current_task
+from reasoning_service.logging_setup import SecretMask
 from reasoning_service.metrics import MeteredLLMClient, Metrics
 from reasoning_service.models.task import Controller
 from reasoning_service.prompts import Prompt, load_prompt
@@ -20,7 +21,7 @@ from reasoning_service.rollout.flags import FlagSource, RolloutFlags
 from reasoning_service.rollout.routing import Router
 from reasoning_service.rollout.shadow import ShadowRunner
 from reasoning_service.service.evaluation import EvaluationService
-from reasoning_service.service.policies import PolicyService
+from reasoning_service.service.policies import PolicyService, TreeLimits
 from reasoning_service.settings import Settings
 from reasoning_service.store import SqliteStore, Store
 from reasoning_service.tools.tree_search import LexicalTreeSearch, LLMTreeSearch, TreeSearch
@@ -67,10 +68,11 @@ async def build_services(
     `llm` replaces the client built from settings (tests pass a `ScriptedLLM`); it is wrapped
     for recording like any other, so traces keep every call.
     """
-    store = store or SqliteStore(settings.db_path)
+    store = store or SqliteStore(settings.db_path, mask=SecretMask(settings.secret_values()))
     retrieval = RetrievalService()
     library = ConditionsLibrary.from_folder(settings.examples_dir)
-    policies = PolicyService(store, retrieval, library)
+    limits = TreeLimits(settings.max_policy_nodes, settings.max_policy_depth)
+    policies = PolicyService(store, retrieval, library, limits=limits)
     indexed = await policies.index_stored()
     if settings.seed_examples and settings.examples_dir.exists():
         await policies.seed_from_folder(settings.examples_dir)

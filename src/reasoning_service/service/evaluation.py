@@ -25,7 +25,7 @@ from reasoning_service.rollout.routing import Router
 from reasoning_service.rollout.shadow import ShadowRunner
 from reasoning_service.service.policies import PolicyService
 from reasoning_service.service.recommendation import recommend
-from reasoning_service.store import Store
+from reasoning_service.store import Idempotency, Store
 
 logger = logging.getLogger(__name__)
 
@@ -51,9 +51,16 @@ class EvaluationService:
         self._shadow = shadow
 
     async def evaluate(
-        self, request: EvaluationRequest, *, owner: str | None = None
+        self,
+        request: EvaluationRequest,
+        *,
+        owner: str | None = None,
+        idempotency: Idempotency | None = None,
     ) -> EvaluationResult:
-        """Evaluate, combine by the policy logic, store, and return the evaluation."""
+        """Evaluate, combine by the policy logic, store, and return the evaluation.
+
+        `idempotency` is stored in the evaluation's row (unique), so a retry cannot store twice.
+        """
         started = time.perf_counter()
         policy = await self._policies.get(request.policy_id, request.policy_version)
         criteria = select_criteria(policy, request.criterion_ids)
@@ -65,7 +72,9 @@ class EvaluationService:
             request.case, policy, results, route.controller.name, arm=route.arm, started=started
         )
         traces = {t.criterion.criterion_id: t.trace for t in tasks}
-        await self._store.save_evaluation(result, case=request.case, traces=traces, owner=owner)
+        await self._store.save_evaluation(
+            result, case=request.case, traces=traces, owner=owner, idempotency=idempotency
+        )
         if self._metrics is not None:
             self._metrics.observe_evaluation(result)
         if route.shadow is not None and self._shadow is not None:
@@ -109,11 +118,11 @@ def select_criteria(policy: Policy, criterion_ids: list[str] | None) -> list[Cri
         )
     if criterion_ids is None:
         return list(policy.criteria.criteria)
-    unknown = [cid for cid in criterion_ids if policy.criteria.criterion(cid) is None]
+    unknown = [i for i, cid in enumerate(criterion_ids) if policy.criteria.criterion(cid) is None]
     if unknown:
-        raise InvalidInputError(
-            f"criterion_ids: {unknown} are not criteria of policy {policy.policy_id!r}"
-        )
+        # Named by position, never echoed: request values are the caller's data.
+        fields = ", ".join(f"criterion_ids[{i}]" for i in unknown[:10])
+        raise InvalidInputError(f"{fields}: not a criterion of policy {policy.policy_id!r}")
     wanted = set(criterion_ids)
     return [c for c in policy.criteria.criteria if c.criterion_id in wanted]
 

@@ -1,4 +1,11 @@
-"""Policy ingestion: a document (Markdown, PDF or PageIndex JSON) becomes a stored, indexed tree."""
+"""Policy ingestion: a document (Markdown, PDF or PageIndex JSON) becomes a stored, indexed tree.
+
+A stored version is immutable: the same id and version uploaded again with the same document
+(sha256) and the same criteria returns the stored policy; with anything else it is a
+`ConflictError` (409). The bundled examples seeded at start-up follow the same rule, except that
+a difference is a logged warning and the stored version is kept. Trees are bounded (node count
+and depth, `TreeLimits`) so no document can stall indexing.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +15,16 @@ import datetime as dt
 import hashlib
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 from reasoning_service.conditions import ConditionsLibrary
-from reasoning_service.errors import InvalidInputError, NotFoundError, PolicyFormatError
+from reasoning_service.errors import (
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+    PolicyFormatError,
+)
 from reasoning_service.models import CriteriaSet, Policy, PolicyUpload, SourceFormat
 from reasoning_service.store import Store
 from reasoning_service.tools.citations import find_quote
@@ -20,9 +33,25 @@ from retrieval.markdown import build_tree_from_markdown
 from retrieval.pageindex import tree_from_pageindex
 from retrieval.pdf import build_tree_from_pdf
 from retrieval.service import RetrievalService
-from retrieval.tree import TreeNode, walk
+from retrieval.tree import TreeNode, measure, walk
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TreeLimits:
+    """Bounds on one policy tree (REASONING_MAX_POLICY_NODES, REASONING_MAX_POLICY_DEPTH)."""
+
+    max_nodes: int = 5000
+    max_depth: int = 32
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """An uploaded policy as stored; `created` is False when that exact version was there."""
+
+    policy: Policy
+    created: bool
 
 
 class PolicyService:
@@ -33,14 +62,23 @@ class PolicyService:
         store: Store,
         retrieval: RetrievalService,
         library: ConditionsLibrary | None = None,
+        *,
+        limits: TreeLimits | None = None,
     ) -> None:
         self._store = store
         self._retrieval = retrieval
         self._library = library or ConditionsLibrary()
+        self._limits = limits or TreeLimits()
 
-    async def ingest(self, upload: PolicyUpload) -> Policy:
-        """Index and store a policy; the same id and version uploaded again replaces it."""
+    async def ingest(self, upload: PolicyUpload) -> Ingested:
+        """Index and store a new policy version, or return the identical stored one.
+
+        Raises:
+            ConflictError: this id and version are stored with another document or criteria.
+            InvalidInputError, PolicyFormatError: the upload cannot be indexed.
+        """
         document, tree = _build_tree(upload)
+        _check_tree(tree, self._limits)
         criteria = upload.criteria
         if criteria is not None:
             _check_criteria(upload.policy_id, criteria, tree)
@@ -58,12 +96,17 @@ class PolicyService:
             criteria=criteria,
             criteria_count=len(criteria.criteria) if criteria else 0,
         )
-        await self._store.save_policy(policy)
-        await self._retrieval.index_policy(policy.policy_id, policy.tree)
-        logger.info(
-            "policy indexed", extra={"policy_id": policy.policy_id, "version": policy.version}
-        )
-        return policy
+        stored = await self._store.get_policy(policy.policy_id, policy.version)
+        if stored is None and await self._store.save_policy(policy):
+            await self._retrieval.index_policy(policy.policy_id, policy.tree)
+            logger.info(
+                "policy indexed", extra={"policy_id": policy.policy_id, "version": policy.version}
+            )
+            return Ingested(policy, created=True)
+        stored = stored or await self._store.get_policy(policy.policy_id, policy.version)
+        assert stored is not None  # save_policy found it stored
+        _check_same(stored, policy)
+        return Ingested(stored, created=False)
 
     def with_reviewed_conditions(self, policy: Policy) -> Policy:
         """`policy` with the reviewed conditions of criteria that carry none of their own."""
@@ -91,14 +134,20 @@ class PolicyService:
         """Ingest the policies of a folder laid out like `examples/` that are not stored yet.
 
         The folder holds `policies/manifest.json` with the Markdown files beside it and
-        `criteria/<policy_id>.json`. A policy already stored with the same sha256 is skipped.
+        `criteria/<policy_id>.json`. A version already stored is never replaced: when its text
+        differs from the folder's, a warning is logged and the stored one is kept.
         """
         manifest = json.loads((folder / "policies" / "manifest.json").read_text())
         added = []
         for entry in manifest["policies"]:
             text = (folder / "policies" / entry["file"]).read_text(encoding="utf-8")
             stored = await self._store.get_policy(entry["policy_id"], entry["version"])
-            if stored and stored.sha256 == hashlib.sha256(text.encode()).hexdigest():
+            if stored is not None:
+                if stored.sha256 != hashlib.sha256(text.encode()).hexdigest():
+                    logger.warning(
+                        "bundled policy differs from the stored version; keeping the stored one",
+                        extra={"policy_id": stored.policy_id, "version": stored.version},
+                    )
                 continue
             criteria_path = folder / "criteria" / f"{entry['policy_id']}.json"
             criteria = (
@@ -144,6 +193,39 @@ def _build_tree(upload: PolicyUpload) -> tuple[bytes, list[TreeNode]]:
     except TreeBuildError as exc:
         raise PolicyFormatError(f"content: {exc}") from exc
     raise InvalidInputError(f"source_format: unsupported {upload.source_format!r}")
+
+
+def _check_tree(tree: list[TreeNode], limits: TreeLimits) -> None:
+    count, depth = measure(tree)
+    if count > limits.max_nodes:
+        raise PolicyFormatError(
+            f"content: the tree has more than {limits.max_nodes} sections "
+            "(REASONING_MAX_POLICY_NODES)"
+        )
+    if depth > limits.max_depth:
+        raise PolicyFormatError(
+            f"content: the tree is nested more than {limits.max_depth} levels deep "
+            "(REASONING_MAX_POLICY_DEPTH)"
+        )
+
+
+def _check_same(stored: Policy, upload: Policy) -> None:
+    """A stored version may be uploaded again only unchanged: same document, same criteria."""
+    name = f"policy {stored.policy_id!r} version {stored.version!r}"
+    if stored.sha256 != upload.sha256:
+        raise ConflictError(
+            f"{name} is stored with another document (sha256 {stored.sha256}); "
+            "a stored version never changes: upload it as a new version"
+        )
+    if _criteria_json(stored.criteria) != _criteria_json(upload.criteria):
+        raise ConflictError(
+            f"{name} is stored with other criteria; a stored version never changes: "
+            "upload it as a new version"
+        )
+
+
+def _criteria_json(criteria: CriteriaSet | None) -> object:
+    return criteria.model_dump(mode="json") if criteria is not None else None
 
 
 def _decode_base64(content: str) -> bytes:

@@ -1,5 +1,11 @@
 """Persistence: policies, evaluations, criterion results, traces and LLM interactions."""
 
-from reasoning_service.store.sqlite import SqliteStore, Store, StoredEvaluation
+from reasoning_service.store.sqlite import (
+    Idempotency,
+    IdempotentEvaluation,
+    SqliteStore,
+    Store,
+    StoredEvaluation,
+)
 
-__all__ = ["SqliteStore", "Store", "StoredEvaluation"]
+__all__ = ["Idempotency", "IdempotentEvaluation", "SqliteStore", "Store", "StoredEvaluation"]

@@ -1,4 +1,5 @@
-"""Table definitions. Every table is created if missing, so a new file is ready to use."""
+"""Table definitions. Every table is created if missing and every missing column is added, so a
+new file is ready to use and an older one is brought up to date."""
 
 from __future__ import annotations
 
@@ -33,6 +34,9 @@ _TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
             "created_at": str,
             "case_json": str,
             "result_json": str,
+            # `<owner>:<Idempotency-Key>`, unique: a retried request never evaluates twice.
+            "idempotency_key": str,
+            "request_sha256": str,
         },
         "evaluation_id",
     ),
@@ -102,23 +106,48 @@ _TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
             "label": str,
             "created_at": str,
             "revoked_at": str,
+            "expires_at": str,
+            "rotated_at": str,
         },
         "key_id",
     ),
+    # Who did what (store/audit.py): key ids, actions, resource ids, outcomes. No case content.
+    "audit_log": (
+        {
+            "audit_id": int,
+            "at": str,
+            "key_id": str,
+            "action": str,
+            "resource": str,
+            "outcome": str,
+            "status_code": int,
+            "request_id": str,
+        },
+        "audit_id",
+    ),
 }
 
-_INDEXES = [
-    ("evaluations", ["created_at"]),
-    ("evaluations", ["owner"]),
-    ("criterion_results", ["criterion_id"]),
-    ("shadow_comparisons", ["created_at"]),
-    ("api_keys", ["key_sha256"]),
+_INDEXES: list[tuple[str, list[str], bool]] = [
+    ("evaluations", ["created_at"], False),
+    ("evaluations", ["owner"], False),
+    ("evaluations", ["idempotency_key"], True),
+    ("criterion_results", ["criterion_id"], False),
+    ("shadow_comparisons", ["created_at"], False),
+    ("api_keys", ["key_sha256"], False),
+    ("audit_log", ["at"], False),
 ]
+"""(table, columns, unique)."""
 
 
 def ensure_schema(db: Database) -> None:
-    """Create the tables and indexes that do not exist yet."""
+    """Create the tables, columns and indexes that do not exist yet."""
     for name, (columns, pk) in _TABLES.items():
-        db[name].create(columns, pk=pk, if_not_exists=True)
-    for table, columns in _INDEXES:
-        db[table].create_index(columns, if_not_exists=True)
+        table = db.table(name)
+        if table.exists():
+            for column, kind in columns.items():
+                if column not in table.columns_dict:
+                    table.add_column(column, kind)
+        else:
+            table.create(columns, pk=pk)
+    for name, columns, unique in _INDEXES:
+        db.table(name).create_index(columns, unique=unique, if_not_exists=True)

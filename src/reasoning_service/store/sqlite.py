@@ -1,5 +1,10 @@
 """SQLite store (sqlite-utils, WAL). Each evaluation is written in one transaction.
 
+A stored policy version never changes (`save_policy` inserts or reports what is there), and an
+evaluation may carry an idempotency key, unique per API key, in the same row. Text the service
+wrote (results, traces, LLM interactions) passes the `SecretMask` before it is stored, so a
+provider that echoes its API key cannot put it on disk.
+
 sqlite3 is blocking, so every call runs in a worker thread behind one lock: the event loop
 never waits on the disk, and the single connection never sees two writers at once.
 """
@@ -17,7 +22,8 @@ from typing import Any, Protocol, TypeVar
 
 from sqlite_utils import Database
 
-from reasoning_service.errors import StoreError
+from reasoning_service.errors import ConflictError, StoreError
+from reasoning_service.logging_setup import SecretMask
 from reasoning_service.models import (
     CaseBundle,
     CriteriaSet,
@@ -42,6 +48,28 @@ class StoredEvaluation:
     owner: str | None
 
 
+@dataclass(frozen=True)
+class Idempotency:
+    """An `Idempotency-Key` as stored: scoped to the API key that sent it, with the request's
+    sha256 so a different body under the same key is told apart from a retry."""
+
+    scope: str
+    """`<owner>:<Idempotency-Key>`."""
+    request_sha256: str
+
+    @classmethod
+    def of(cls, owner: str | None, key: str, request_sha256: str) -> Idempotency:
+        return cls(scope=f"{owner or '*'}:{key}", request_sha256=request_sha256)
+
+
+@dataclass(frozen=True)
+class IdempotentEvaluation:
+    """The evaluation stored under an idempotency key, and the sha256 of its request."""
+
+    evaluation: StoredEvaluation
+    request_sha256: str
+
+
 class Store(Protocol):
     """What the services need from persistence: the whole surface callers use, so nobody casts
     to `SqliteStore`. Modules with tables of their own (`keys.py`, `comparisons.py`) go
@@ -55,7 +83,10 @@ class Store(Protocol):
         """
         ...
 
-    async def save_policy(self, policy: Policy) -> None: ...
+    async def save_policy(self, policy: Policy) -> bool:
+        """Store a new policy version; False (and nothing written) when it is already stored."""
+        ...
+
     async def get_policy(self, policy_id: str, version: str | None = None) -> Policy | None: ...
     async def list_policies(self) -> list[PolicySummary]: ...
     async def save_evaluation(
@@ -65,8 +96,17 @@ class Store(Protocol):
         case: CaseBundle,
         traces: dict[str, CriterionTrace],
         owner: str | None = None,
-    ) -> None: ...
+        idempotency: Idempotency | None = None,
+    ) -> None:
+        """Store an evaluation in one transaction.
+
+        Raises:
+            ConflictError: another evaluation holds `idempotency` already.
+        """
+        ...
+
     async def get_evaluation(self, evaluation_id: str) -> StoredEvaluation | None: ...
+    async def find_idempotent(self, scope: str) -> IdempotentEvaluation | None: ...
     async def get_traces(self, evaluation_id: str) -> dict[str, CriterionTrace]: ...
     async def aclose(self) -> None: ...
 
@@ -74,8 +114,9 @@ class Store(Protocol):
 class SqliteStore:
     """The store in one SQLite file (or `:memory:` for tests)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, mask: SecretMask | None = None) -> None:
         path = str(path)
+        self._mask = mask or SecretMask()
         if path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
@@ -106,13 +147,21 @@ class SqliteStore:
 
     # --- policies ---------------------------------------------------------------------------
 
-    async def save_policy(self, policy: Policy) -> None:
+    async def save_policy(self, policy: Policy) -> bool:
         row = {
             **policy.summary().model_dump(mode="json", exclude={"criteria_count"}),
             "tree_json": json.dumps([n.model_dump(mode="json") for n in policy.tree]),
             "criteria_json": policy.criteria.model_dump_json() if policy.criteria else None,
         }
-        await self.run(lambda db: db["policies"].insert(row, replace=True))
+        key = [policy.policy_id, policy.version]
+
+        def insert_new(db: Database) -> bool:
+            if db.execute(_POLICY_EXISTS, key).fetchone():
+                return False
+            db["policies"].insert(row)
+            return True
+
+        return await self.run(insert_new)
 
     async def get_policy(self, policy_id: str, version: str | None = None) -> Policy | None:
         where, args = "policy_id = ?", [policy_id]
@@ -140,7 +189,9 @@ class SqliteStore:
         case: CaseBundle,
         traces: dict[str, CriterionTrace],
         owner: str | None = None,
+        idempotency: Idempotency | None = None,
     ) -> None:
+        mask = self._mask.text
         evaluation = {
             "evaluation_id": result.evaluation_id,
             "case_id": result.case_id,
@@ -151,14 +202,25 @@ class SqliteStore:
             "arm": result.arm,
             "owner": owner,
             "created_at": result.created_at.isoformat(),
-            "case_json": case.model_dump_json(),
-            "result_json": result.model_dump_json(),
+            "case_json": mask(case.model_dump_json()),
+            "result_json": mask(result.model_dump_json()),
+            "idempotency_key": idempotency.scope if idempotency else None,
+            "request_sha256": idempotency.request_sha256 if idempotency else None,
         }
-        criterion_rows = [_criterion_row(result.evaluation_id, r) for r in result.results]
-        conversation_rows, interaction_rows = _trace_rows(result.evaluation_id, traces)
+        criterion_rows = [_criterion_row(result.evaluation_id, r, mask) for r in result.results]
+        conversation_rows, interaction_rows = _trace_rows(result.evaluation_id, traces, mask)
 
         def write(db: Database) -> None:
-            db["evaluations"].insert(evaluation)
+            try:
+                db["evaluations"].insert(evaluation)
+            except sqlite3.IntegrityError as exc:
+                taken = idempotency and db.execute(_IDEMPOTENCY_TAKEN, [idempotency.scope])
+                if taken and taken.fetchone():
+                    raise ConflictError(
+                        "Idempotency-Key: another request with this key was stored first; "
+                        "send the request again to get its result"
+                    ) from exc
+                raise
             db["criterion_results"].insert_all(criterion_rows)
             db["conversations"].insert_all(conversation_rows)
             db["llm_interactions"].insert_all(interaction_rows)
@@ -177,6 +239,23 @@ class SqliteStore:
             return None
         result = EvaluationResult.model_validate_json(rows[0]["result_json"])
         return StoredEvaluation(result=result, owner=rows[0]["owner"])
+
+    async def find_idempotent(self, scope: str) -> IdempotentEvaluation | None:
+        """The evaluation stored under an idempotency scope (`Idempotency.scope`), or None."""
+        rows = await self.run(
+            lambda db: list(
+                db["evaluations"].rows_where(
+                    "idempotency_key = ?", [scope], select="result_json, owner, request_sha256"
+                )
+            )
+        )
+        if not rows:
+            return None
+        result = EvaluationResult.model_validate_json(rows[0]["result_json"])
+        return IdempotentEvaluation(
+            evaluation=StoredEvaluation(result=result, owner=rows[0]["owner"]),
+            request_sha256=rows[0]["request_sha256"],
+        )
 
     async def get_traces(self, evaluation_id: str) -> dict[str, CriterionTrace]:
         def read(db: Database) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -207,6 +286,10 @@ class SqliteStore:
         await asyncio.to_thread(close)
 
 
+_POLICY_EXISTS = "select 1 from policies where policy_id = ? and version = ?"
+_IDEMPOTENCY_TAKEN = "select 1 from evaluations where idempotency_key = ?"
+
+
 def _policy_from_row(row: dict[str, Any]) -> Policy:
     criteria = (
         CriteriaSet.model_validate_json(row["criteria_json"]) if row["criteria_json"] else None
@@ -226,7 +309,7 @@ def _policy_from_row(row: dict[str, Any]) -> Policy:
     )
 
 
-def _criterion_row(evaluation_id: str, result: Any) -> dict[str, Any]:
+def _criterion_row(evaluation_id: str, result: Any, mask: Callable[[str], str]) -> dict[str, Any]:
     return {
         "evaluation_id": evaluation_id,
         "criterion_id": result.criterion_id,
@@ -234,12 +317,12 @@ def _criterion_row(evaluation_id: str, result: Any) -> dict[str, Any]:
         "confidence": result.confidence,
         "reason_code": result.reason_code.value if result.reason_code else None,
         "controller": result.controller,
-        "result_json": result.model_dump_json(),
+        "result_json": mask(result.model_dump_json()),
     }
 
 
 def _trace_rows(
-    evaluation_id: str, traces: dict[str, CriterionTrace]
+    evaluation_id: str, traces: dict[str, CriterionTrace], mask: Callable[[str], str]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     conversations, interactions = [], []
     for criterion_id, trace in traces.items():
@@ -248,8 +331,8 @@ def _trace_rows(
                 {
                     "evaluation_id": evaluation_id,
                     "criterion_id": criterion_id,
-                    "messages_json": json.dumps(
-                        [m.model_dump(mode="json") for m in trace.messages]
+                    "messages_json": mask(
+                        json.dumps([m.model_dump(mode="json") for m in trace.messages])
                     ),
                 }
             )
@@ -268,7 +351,7 @@ def _trace_rows(
                     "input_tokens": usage.input_tokens if usage else 0,
                     "output_tokens": usage.output_tokens if usage else 0,
                     "cached_input_tokens": usage.cached_input_tokens if usage else 0,
-                    "interaction_json": record.model_dump_json(),
+                    "interaction_json": mask(record.model_dump_json()),
                 }
             )
     return conversations, interactions

@@ -1,13 +1,22 @@
-"""Evaluations: run one, read it back, read its trace."""
+"""Evaluations: run one (bounded, idempotent with `Idempotency-Key`), read it, read its trace.
+
+Each route writes an audit row (`api/audit.py`): key id, action, evaluation id, outcome.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, status
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Response, status
 from pydantic import BaseModel
 
+from reasoning_service.api.audit import audited
 from reasoning_service.api.auth import CallerDep
-from reasoning_service.api.deps import ServicesDep
-from reasoning_service.errors import NotFoundError
+from reasoning_service.api.deps import IdempotencyLocksDep, ServicesDep
+from reasoning_service.api.idempotency import idempotency_of
+from reasoning_service.api.limits import check_evaluation_limits
+from reasoning_service.errors import InvalidInputError, NotFoundError
+from reasoning_service.logging_setup import SecretMask
 from reasoning_service.models import EvaluationRequest, EvaluationResult, LLMInteraction, Message
 
 router = APIRouter(prefix="/v1/evaluations", tags=["evaluations"])
@@ -29,33 +38,81 @@ class TraceResponse(BaseModel):
     criteria: list[CriterionTraceResponse]
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model=EvaluationResult)
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=EvaluationResult,
+    responses={200: {"model": EvaluationResult, "description": "A retry: the stored result."}},
+)
 async def create_evaluation(
-    request: EvaluationRequest, services: ServicesDep, caller: CallerDep
+    request: EvaluationRequest,
+    response: Response,
+    services: ServicesDep,
+    caller: CallerDep,
+    locks: IdempotencyLocksDep,
+    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
 ) -> EvaluationResult:
-    """Evaluate a case bundle against a stored policy; the result is stored before it returns."""
-    return await services.evaluations.evaluate(request, owner=caller.key_id)
+    """Evaluate a case bundle against a stored policy; the result is stored before it returns.
+
+    With an `Idempotency-Key` header (per API key), a retry with the same body returns the
+    stored result with 200 and `Idempotent-Replayed: true`; the same key with another body is
+    422. Without one, every request is a new evaluation (201).
+    """
+    async with audited(services, caller, "evaluation.create") as audit:
+        audit.status_code = 201
+        check_evaluation_limits(request, services.settings)
+        idempotency = idempotency_of(idempotency_key, caller.key_id, request)
+        if idempotency is None:
+            result = await services.evaluations.evaluate(request, owner=caller.key_id)
+        else:
+            async with locks.hold(idempotency.scope):
+                earlier = await services.store.find_idempotent(idempotency.scope)
+                if earlier is not None:
+                    if earlier.request_sha256 != idempotency.request_sha256:
+                        raise InvalidInputError(
+                            "Idempotency-Key: already used with a different request body; "
+                            "use a new key for a new request"
+                        )
+                    audit.resource = earlier.evaluation.result.evaluation_id
+                    audit.outcome, audit.status_code = "replayed", 200
+                    response.status_code = status.HTTP_200_OK
+                    response.headers["Idempotent-Replayed"] = "true"
+                    return earlier.evaluation.result
+                result = await services.evaluations.evaluate(
+                    request, owner=caller.key_id, idempotency=idempotency
+                )
+        audit.resource = result.evaluation_id
+    # The stored copy is masked by the store; the reply gets the same mask.
+    return _masked(result, SecretMask(services.settings.secret_values()))
+
+
+def _masked(result: EvaluationResult, mask: SecretMask) -> EvaluationResult:
+    if not mask:
+        return result
+    return EvaluationResult.model_validate_json(mask.text(result.model_dump_json()))
 
 
 @router.get("/{evaluation_id}", response_model=EvaluationResult)
 async def get_evaluation(
     evaluation_id: str, services: ServicesDep, caller: CallerDep
 ) -> EvaluationResult:
-    stored = await services.store.get_evaluation(evaluation_id)
-    if stored is None:
-        raise NotFoundError(f"evaluation {evaluation_id!r} is not known")
-    caller.check_can_read(stored.owner, f"evaluation {evaluation_id!r}")
-    return stored.result
+    async with audited(services, caller, "evaluation.read", evaluation_id):
+        stored = await services.store.get_evaluation(evaluation_id)
+        if stored is None:
+            raise NotFoundError("evaluation_id: no evaluation has this id")
+        caller.check_can_read(stored.owner, "this evaluation")
+        return stored.result
 
 
 @router.get("/{evaluation_id}/trace", response_model=TraceResponse)
 async def get_trace(evaluation_id: str, services: ServicesDep, caller: CallerDep) -> TraceResponse:
     """Per criterion: the messages exchanged with the LLM and every LLM call made."""
-    stored = await services.store.get_evaluation(evaluation_id)
-    if stored is None:
-        raise NotFoundError(f"evaluation {evaluation_id!r} is not known")
-    caller.check_can_read(stored.owner, f"evaluation {evaluation_id!r}")
-    traces = await services.store.get_traces(evaluation_id)
+    async with audited(services, caller, "evaluation.trace", evaluation_id):
+        stored = await services.store.get_evaluation(evaluation_id)
+        if stored is None:
+            raise NotFoundError("evaluation_id: no evaluation has this id")
+        caller.check_can_read(stored.owner, "this evaluation")
+        traces = await services.store.get_traces(evaluation_id)
     return TraceResponse(
         evaluation_id=evaluation_id,
         controller=stored.result.controller,
