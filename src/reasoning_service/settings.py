@@ -99,6 +99,11 @@ class Settings(BaseSettings):
     prompt_id: str = "react-v1"
     """Versioned system prompt under `prompts_dir`."""
     prompts_dir: Path = _REPO_ROOT / "prompts"
+    atom_questions: bool = True
+    """Criteria with conditions: code decides the atoms it can and the model answers one narrow
+    question per remaining atom, instead of the ReAct loop (docs/conditions.md)."""
+    atom_prompt_id: str = "atoms-v1"
+    """Versioned system prompt of the atom questions, under `prompts_dir`."""
     max_iterations: int = Field(default=10, ge=1, le=50)
     token_budget: int = Field(default=6000, ge=500)
     """Input plus output tokens per criterion, checked before each LLM call."""

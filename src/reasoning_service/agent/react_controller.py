@@ -10,6 +10,10 @@ Steps of one criterion:
     5. `finish` ends the loop once its citations verify. Unverifiable ones are sent back once;
        after that they are dropped (`invalid_citation`, lower confidence).
 
+A criterion with `conditions` does not run the loop when an atom path is given (`atoms`, built
+by the service from `conditions/atom_questions.py`): code decides the atoms it can and the model
+answers one narrow question per remaining atom (DESIGN.md, "Criteria as checkable conditions").
+
 Exits:
     - `finish` accepted                        -> the model's result (abstention below threshold)
     - iteration limit or token budget reached  -> one last call allowing only `finish`, else a
@@ -84,13 +88,16 @@ class ReActController:
         tree_search: TreeSearch,
         fallback: Controller | None,
         limits: ReActLimits = _DEFAULT_LIMITS,
+        atoms: Controller | None = None,
     ) -> None:
+        """`atoms` decides criteria that have conditions, in place of the loop."""
         self._llm = llm
         self._prompt = prompt
         self._retrieval = retrieval
         self._tree_search = tree_search
         self._fallback = fallback
         self._limits = limits
+        self._atoms = atoms
         self._specs = tool_specs(prompt.tool_descriptions)
         self._finish_spec = tuple(s for s in self._specs if s.name == FINISH)
 
@@ -99,6 +106,8 @@ class ReActController:
         return self._prompt.prompt_id
 
     async def evaluate(self, task: CriterionTask) -> CriterionResult:
+        if task.criterion.conditions is not None and self._atoms is not None:
+            return await self._atoms.evaluate(task)
         started = time.perf_counter()
         state = LoopState(messages=initial_messages(self._prompt, task))
         task.trace.messages = state.messages

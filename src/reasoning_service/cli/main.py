@@ -16,6 +16,7 @@ from rich.console import Console
 
 from reasoning_service.api.app import create_app
 from reasoning_service.bench import PROFILES, run_bench
+from reasoning_service.cli.criteria import add_criteria_commands, run_criteria
 from reasoning_service.cli.render import render_evaluation
 from reasoning_service.errors import InvalidInputError, NotFoundError, ReasoningError
 from reasoning_service.harness.commands import add_eval_commands
@@ -57,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
             return _serve(settings, args)
         if args.command == "bench":
             return _bench(args)
+        if args.command == "criteria":
+            return asyncio.run(run_criteria(settings, args))
         if args.command == "demo":
             settings = _demo_settings(settings)
         return asyncio.run(_with_services(settings, lambda s: args.run(s, args, console)))
@@ -90,6 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     index.set_defaults(run=_index_policy)
 
     add_eval_commands(commands)
+    add_criteria_commands(commands)
 
     trace = commands.add_parser("trace", help="print the reasoning trace of a stored evaluation")
     trace.add_argument("evaluation_id")

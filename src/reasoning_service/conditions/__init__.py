@@ -4,7 +4,9 @@ A criterion's `conditions` (models/conditions.py, docs/conditions.md) are atoms 
 `case_reading` reads the case once (sentences with ConText stance, facts by their words),
 `atoms` decides each atom with the evidence behind it, `combine` applies three-valued logic and
 `controller` turns that into a criterion result. Vocabulary is data (`vocabulary`), never code.
-Imports tools, retrieval, models; never agent, rollout or service.
+`atom_questions` is the LLM's part: one narrow, verified question per atom code cannot settle
+(the ReAct controller is handed it by the service). Imports tools, llm, retrieval, models;
+never agent, rollout or service.
 """
 
 from reasoning_service.conditions.controller import ConditionsController

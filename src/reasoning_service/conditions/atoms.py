@@ -37,7 +37,7 @@ from reasoning_service.models.conditions import (
     TimeWindowAtom,
 )
 
-__all__ = ["AtomVerdict", "evaluate_atom"]
+__all__ = ["AtomVerdict", "evaluate_atom", "fact_presence"]
 
 
 class _Says(Enum):
@@ -237,7 +237,7 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
     observations: list[_Observation] = []
     named = reading.facts_named(names)
     for view in named:
-        is_present = _fact_presence(view, reading)
+        is_present = fact_presence(view, reading)
         if is_present is None:
             continue
         says = present_says if is_present else absent_says
@@ -287,7 +287,7 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
     return observations
 
 
-def _fact_presence(view: FactView, reading: CaseReading) -> bool | None:
+def fact_presence(view: FactView, reading: CaseReading) -> bool | None:
     """True / False when a fact named for the finding says it is present / absent."""
     value = view.fact.value
     if value is None:
@@ -650,7 +650,7 @@ def _fact_elapsed(
     if isinstance(value, dt.date):
         return [_Elapsed(float((reference - value).days), evidence, note, trusted, view.date)]
     if isinstance(value, str):
-        if _fact_presence(view, reading) is False:
+        if fact_presence(view, reading) is False:
             return [_Elapsed(None, evidence, note, trusted, view.date)]
         dates = find_dates(value, written)
         if dates:

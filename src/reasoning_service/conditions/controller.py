@@ -18,6 +18,7 @@ import asyncio
 import threading
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 
 from reasoning_service.conditions.atoms import AtomVerdict, evaluate_atom
 from reasoning_service.conditions.case_reading import CaseReading, ContextReader
@@ -46,7 +47,7 @@ from reasoning_service.tools.citations import (
 )
 from retrieval.tree import walk
 
-__all__ = ["ConditionsController", "cite_policy", "evaluate_conditions"]
+__all__ = ["Conclusion", "ConditionsController", "cite_policy", "conclude", "evaluate_conditions"]
 
 _CONFIDENCE = {
     CriterionStatus.MET: 0.9,
@@ -81,28 +82,30 @@ class ConditionsController:
         _step(steps, StepKind.OBSERVATION, _citation_note(citations))
         conditions = task.criterion.conditions
         if conditions is None:
-            status, reason = CriterionStatus.UNCERTAIN, ReasonCode.NO_CONDITIONS
-            atoms: list[AtomResult] = []
             rationale = "The criterion has no checkable conditions: a reviewer must judge it."
+            atoms: list[AtomResult] = []
+            verdict = Conclusion(
+                CriterionStatus.UNCERTAIN,
+                ReasonCode.NO_CONDITIONS,
+                rationale,
+                [],
+                _CONFIDENCE[CriterionStatus.UNCERTAIN],
+            )
         else:
             reading = self.reading(task.case)
             atoms = evaluate_conditions(conditions, reading, self.min_fact_confidence)
             for atom in atoms:
                 _step(steps, StepKind.OBSERVATION, _atom_line(atom), tool="check_atom")
-            status, reason, rationale = _decide(conditions, atoms)
-        evidence = _evidence(task.case, atoms, status)
-        if status is CriterionStatus.MET and not evidence:
-            status, reason = CriterionStatus.UNCERTAIN, ReasonCode.INVALID_CITATION
-            rationale += " No case evidence could be verified, so not met."
-        _step(steps, StepKind.DECISION, f"{status.value}: {rationale}")
+            verdict = conclude(task.case, conditions, atoms)
+        _step(steps, StepKind.DECISION, f"{verdict.status.value}: {verdict.rationale}")
         return CriterionResult(
             criterion_id=task.criterion.criterion_id,
-            status=status,
-            confidence=_CONFIDENCE[status],
-            rationale=rationale,
+            status=verdict.status,
+            confidence=verdict.confidence,
+            rationale=verdict.rationale,
             policy_citations=citations,
-            case_evidence=evidence,
-            reason_code=reason,
+            case_evidence=verdict.evidence,
+            reason_code=verdict.reason,
             atoms=atoms,
             reasoning_trace=steps,
             controller=self.name,
@@ -141,6 +144,28 @@ def evaluate_conditions(
         for atom in atoms_of(conditions.require)
     ]
     return results
+
+
+@dataclass(frozen=True, slots=True)
+class Conclusion:
+    """A criterion's status decided from its atoms, with the verified evidence behind it."""
+
+    status: CriterionStatus
+    reason: ReasonCode | None
+    rationale: str
+    evidence: list[CaseEvidence]
+    confidence: float
+
+
+def conclude(case: CaseBundle, conditions: Conditions, atoms: list[AtomResult]) -> Conclusion:
+    """Combine the atoms' states (whoever decided them) into the criterion's status; `met`
+    also needs the holding atoms' evidence to verify against the case, else `uncertain`."""
+    status, reason, rationale = _decide(conditions, atoms)
+    evidence = _evidence(case, atoms, status)
+    if status is CriterionStatus.MET and not evidence:
+        status, reason = CriterionStatus.UNCERTAIN, ReasonCode.INVALID_CITATION
+        rationale += " No case evidence could be verified, so not met."
+    return Conclusion(status, reason, rationale, evidence, _CONFIDENCE[status])
 
 
 def _atom_result(atom: Atom, verdict: AtomVerdict, *, applicability: bool = False) -> AtomResult:

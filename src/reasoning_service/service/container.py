@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from reasoning_service.agent.loop_state import ReActLimits
 from reasoning_service.agent.react_controller import ReActController
 from reasoning_service.conditions import ConditionsController, ConditionsLibrary, load_vocabulary
+from reasoning_service.conditions.atom_questions import AtomQuestionController
 from reasoning_service.errors import ConfigError
 from reasoning_service.llm.base import LLMClient
 from reasoning_service.llm.factory import build_llm_client, with_tool_calling_mode
@@ -152,25 +153,44 @@ def _react_controller(
     settings: Settings,
     llm: LLMClient,
     retrieval: RetrievalService,
-    fallback: Controller | None,
+    heuristic: ConditionsController,
     prompt: Prompt | None = None,
+    *,
+    fallback: bool = True,
 ) -> ReActController:
+    """The ReAct loop; criteria with conditions go to the atom questions when enabled. Both
+    fall back to `heuristic` on LLM failure when `fallback` and the settings allow it."""
     lexical = LexicalTreeSearch(retrieval)
     tree_search: TreeSearch = (
         LLMTreeSearch(llm, lexical) if settings.tree_search == "llm" else lexical
+    )
+    backup = heuristic if fallback and settings.llm_fallback == "heuristic" else None
+    atoms = (
+        AtomQuestionController(
+            llm=llm,
+            prompt=load_prompt(settings.prompts_dir, settings.atom_prompt_id),
+            conditions=heuristic,
+            fallback=backup,
+            token_budget=settings.token_budget,
+            abstain_below=settings.abstain_below,
+            max_output_tokens=min(settings.llm_max_output_tokens, 200),
+        )
+        if settings.atom_questions
+        else None
     )
     return ReActController(
         llm=llm,
         prompt=prompt or load_prompt(settings.prompts_dir, settings.prompt_id),
         retrieval=retrieval,
         tree_search=tree_search,
-        fallback=fallback if settings.llm_fallback == "heuristic" else None,
+        fallback=backup,
         limits=ReActLimits(
             max_iterations=settings.max_iterations,
             token_budget=settings.token_budget,
             abstain_below=settings.abstain_below,
             max_output_tokens=settings.llm_max_output_tokens,
         ),
+        atoms=atoms,
     )
 
 
@@ -209,7 +229,7 @@ def build_controller(
     if prompt_id is not None:
         settings = settings.model_copy(update={"prompt_id": prompt_id})
     return _react_controller(
-        settings, llm, services.retrieval, heuristic if fallback else None, prompt
+        settings, llm, services.retrieval, heuristic, prompt, fallback=fallback
     )
 
 

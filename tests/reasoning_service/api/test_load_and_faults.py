@@ -73,6 +73,7 @@ def react_settings(db_path: Path, base_url: str, **overrides: Any) -> Settings:
         "tree_search": "lexical",
         "retry_base_s": 0.01,
         "retry_max_attempts": 3,
+        "atom_questions": False,  # these tests drive the ReAct loop itself
         **overrides,
     }
     return Settings(**values)

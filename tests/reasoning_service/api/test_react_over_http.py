@@ -31,6 +31,7 @@ def react_settings(db_path: Path, provider: str, base_url: str) -> Settings:
         tree_search="lexical",
         retry_base_s=0.01,
         auth="off",
+        atom_questions=False,  # these tests drive the ReAct loop itself
     )
 
 

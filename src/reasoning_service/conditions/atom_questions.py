@@ -1,0 +1,538 @@
+"""The LLM's part in deciding a criterion with conditions: narrow questions about single atoms.
+
+Code decides what it can; the model only reads (DESIGN.md, "Criteria as checkable conditions").
+For one criterion:
+    1. every atom is evaluated by code (`evaluate_conditions`), exactly as the heuristic does;
+       a quantity, time window or category that code decided (holds / fails) is final;
+    2. each remaining atom — every finding, and any atom code left at no evidence or
+       conflicting — that the case mentions at all becomes one question: the atom's `question`
+       (or one built from its `label`) and at most `MAX_SNIPPETS` numbered snippets of the case
+       (sentences that mention the atom's names: S1…, facts named for it: F1…);
+    3. the model answers with one `answer` call `{answer: yes|no|unknown, evidence: [ids],
+       confidence}`; ids resolve to verbatim case text with offsets and are verified;
+    4. the answer becomes a state by code's reading of the cited snippets (`model_state`), and
+       is merged with code's own verdict (`merge_states`);
+    5. code combines all atoms (`conclude`); the model never declares the criterion's status.
+
+Rules for an answer (`yes` means the atom holds, whatever its polarity):
+    - unknown, no ids, an id that was not offered, a snippet that does not verify, or
+      confidence below `abstain_below`                               -> no answer
+    - yes: holds when a cited snippet shows the atom's side (an affirmed mention; a negated one
+      for `expect: absent`) and none shows the other side, a relative, a hypothetical or only a
+      possibility; otherwise conflicting
+    - no: fails when a cited snippet shows the other side (for `expect: present`, a negated
+      mention); otherwise no evidence
+
+`merge_states(code, model)`: no answer or no evidence from the model leaves code's verdict;
+over code's "no evidence" the model's state stands; the model may confirm code or make it
+conflicting, and may turn a conflict into `fails` (the safe direction), never into `holds`.
+
+Errors: an `LLMError` after retries gives the fallback's result (`llm_fallback`), or
+`uncertain` with the error's reason when there is no fallback — the loop's rules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from reasoning_service.conditions.atoms import fact_presence
+from reasoning_service.conditions.case_reading import CaseReading, Mention
+from reasoning_service.conditions.combine import combine
+from reasoning_service.conditions.controller import (
+    ConditionsController,
+    cite_policy,
+    conclude,
+    evaluate_conditions,
+)
+from reasoning_service.errors import LLMError, PermanentLLMError
+from reasoning_service.llm.base import LLMClient
+from reasoning_service.llm.recording import complete_recorded
+from reasoning_service.models import (
+    AtomResult,
+    AtomState,
+    CaseEvidence,
+    CriterionResult,
+    CriterionStatus,
+    LLMReply,
+    LLMRequest,
+    Message,
+    PolicyCitation,
+    ReasonCode,
+    ReasoningStep,
+    StepKind,
+    ToolSpec,
+    Usage,
+)
+from reasoning_service.models.conditions import Atom, Conditions, FindingAtom
+from reasoning_service.models.task import Controller, CriterionTask
+from reasoning_service.prompts import Prompt
+from reasoning_service.tools.citations import verify_case_evidence
+
+__all__ = [
+    "ANSWER",
+    "AtomAnswer",
+    "AtomQuestionController",
+    "Snippet",
+    "answer_spec",
+    "merge_states",
+    "model_state",
+    "parse_answer",
+    "question_for",
+    "snippets_for",
+]
+
+ANSWER = "answer"
+MAX_SNIPPETS = 6
+MAX_FACT_SNIPPETS = 2
+SNIPPET_CHARS = 300
+_ANSWER_DESCRIPTION = (
+    "Answer the question: yes, no or unknown, the ids of the snippets that show it "
+    "(S1, F2 …), and your confidence from 0 to 1."
+)
+_CODE_FINAL = {AtomState.HOLDS, AtomState.FAILS}
+_JSON_OBJECT = re.compile(r"\{.*\}", re.S)
+
+
+@dataclass(frozen=True, slots=True)
+class Snippet:
+    """One numbered piece of the case shown to the model, with what code reads in it."""
+
+    id: str
+    source: str
+    """Where it is from: `note-1 p.2` or `fact cardiology.lvef`."""
+    text: str
+    evidence: CaseEvidence
+    """Verbatim case text (with offsets, for document sentences) the id resolves to."""
+    affirms: bool = False
+    """An affirmed mention about the patient, or a fact saying the concept is present."""
+    negates: bool = False
+    """A negated mention about the patient, or a fact saying the concept is absent."""
+    doubtful: bool = False
+    """A mention about a relative, hypothetical, or only possible."""
+
+
+class AtomAnswer(BaseModel):
+    """The arguments of the model's `answer` call; anything else it sends is ignored."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    answer: Literal["yes", "no", "unknown"]
+    evidence: list[str] = Field(default_factory=list, max_length=MAX_SNIPPETS * 2)
+    confidence: float = Field(default=0.0, ge=0.0, le=1.0)
+
+
+def answer_spec(description: str = _ANSWER_DESCRIPTION) -> ToolSpec:
+    """The one tool the model may call."""
+    return ToolSpec(
+        name=ANSWER,
+        description=description,
+        parameters={
+            "type": "object",
+            "properties": {
+                "answer": {"type": "string", "enum": ["yes", "no", "unknown"]},
+                "evidence": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Ids of the snippets that show the answer.",
+                },
+                "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+            },
+            "required": ["answer", "evidence", "confidence"],
+            "additionalProperties": False,
+        },
+    )
+
+
+def question_for(atom: Atom) -> str:
+    """The atom's authored question, or one built from its label (yes = the atom holds)."""
+    return atom.question or f"Does the case show this for the patient: {atom.label}?"
+
+
+def snippets_for(atom: Atom, reading: CaseReading) -> list[Snippet]:
+    """Sentences mentioning the atom's names (S…) and facts named for it (F…), at most
+    `MAX_SNIPPETS`, each at most `SNIPPET_CHARS` long and verbatim."""
+    names = reading.names(atom.concept, atom.aliases)
+    by_sentence: dict[int, list[Mention]] = {}
+    for mention in reading.mentions(names):
+        by_sentence.setdefault(mention.sentence.index, []).append(mention)
+    facts = reading.facts_named(names)
+    sentence_slots = MAX_SNIPPETS - min(len(facts), MAX_FACT_SNIPPETS)
+    snippets = [
+        _sentence_snippet(f"S{number}", mentions)
+        for number, mentions in enumerate(list(by_sentence.values())[:sentence_slots], start=1)
+    ]
+    for number, view in enumerate(facts[: MAX_SNIPPETS - len(snippets)], start=1):
+        value = view.fact.value
+        value_text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+        presence = fact_presence(view, reading)
+        snippets.append(
+            Snippet(
+                id=f"F{number}",
+                source=f"fact {view.fact.field}",
+                text=f"{view.fact.field}: {value_text}"[:SNIPPET_CHARS],
+                evidence=view.evidence(),
+                affirms=presence is True,
+                negates=presence is False,
+            )
+        )
+    return snippets
+
+
+def _sentence_snippet(snippet_id: str, mentions: list[Mention]) -> Snippet:
+    sentence = mentions[0].sentence
+    start = 0
+    if len(sentence.text) > SNIPPET_CHARS:
+        start = min(max(mentions[0].start - SNIPPET_CHARS // 3, 0), len(sentence.text))
+        start = max(min(start, len(sentence.text) - SNIPPET_CHARS), 0)
+    quote = sentence.text[start : start + SNIPPET_CHARS]
+    about = [m for m in mentions if m.stance.about_patient]
+    return Snippet(
+        id=snippet_id,
+        source=f"{sentence.doc_id} p.{sentence.page}",
+        text=quote,
+        evidence=CaseEvidence(
+            doc_id=sentence.doc_id,
+            page=sentence.page,
+            quote=quote,
+            char_start=sentence.start + start,
+            char_end=sentence.start + start + len(quote),
+        ),
+        affirms=any(m.stance.affirmed for m in about),
+        negates=any(m.stance.negated for m in about),
+        doubtful=any(
+            not m.stance.about_patient or (m.stance.possible and not m.stance.negated)
+            for m in mentions
+        ),
+    )
+
+
+def parse_answer(reply: LLMReply) -> AtomAnswer | None:
+    """The `answer` call's arguments, else a JSON object in the text; None when neither parses."""
+    call = next((c for c in reply.tool_calls if c.name == ANSWER), None)
+    raw = call.arguments_json if call is not None else None
+    if raw is None:
+        found = _JSON_OBJECT.search(reply.content or "")
+        raw = found.group(0) if found else None
+    if raw is None:
+        return None
+    try:
+        return AtomAnswer.model_validate_json(raw)
+    except ValidationError:
+        return None
+
+
+def model_state(
+    atom: Atom, answer: AtomAnswer | None, cited: Sequence[Snippet], *, abstain_below: float
+) -> AtomState | None:
+    """What a verified answer says about the atom (module docstring); None for no answer.
+
+    `cited` are the snippets the answer's ids resolved to and verified; the caller passes an
+    empty list when any id was unknown or did not verify."""
+    if answer is None or answer.answer == "unknown" or not cited:
+        return None
+    if answer.confidence < abstain_below:
+        return None
+    absent = isinstance(atom, FindingAtom) and atom.expect == "absent"
+
+    def shows_yes(snippet: Snippet) -> bool:
+        return snippet.negates if absent else snippet.affirms
+
+    def shows_no(snippet: Snippet) -> bool:
+        return snippet.affirms if absent else snippet.negates
+
+    if answer.answer == "yes":
+        clean = not any(shows_no(s) or s.doubtful for s in cited)
+        return AtomState.HOLDS if clean and any(map(shows_yes, cited)) else AtomState.CONFLICTING
+    return AtomState.FAILS if any(map(shows_no, cited)) else AtomState.NO_EVIDENCE
+
+
+def merge_states(code: AtomState, model: AtomState | None) -> AtomState:
+    """Code's verdict and the model's answer together (module docstring)."""
+    if model is None or model is AtomState.NO_EVIDENCE:
+        return code
+    if code is AtomState.NO_EVIDENCE or model is code:
+        return model
+    if code is AtomState.CONFLICTING and model is AtomState.FAILS:
+        return AtomState.FAILS
+    return AtomState.CONFLICTING
+
+
+def needs_question(atom: Atom, code: AtomState) -> bool:
+    """Findings always; other kinds only when code could not decide them."""
+    return isinstance(atom, FindingAtom) or code not in _CODE_FINAL
+
+
+@dataclass
+class _Run:
+    """What one criterion's questions change: the trace, the usage, the messages sent."""
+
+    steps: list[ReasoningStep] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    messages: list[Message] = field(default_factory=list)
+
+    def step(self, kind: StepKind, content: str = "", **extra: object) -> None:
+        self.steps.append(
+            ReasoningStep(index=len(self.steps), kind=kind, content=content[:500], **extra)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Question:
+    atom: Atom
+    code: AtomResult
+    snippets: list[Snippet]
+
+
+class AtomQuestionController:
+    """Decides a criterion that has conditions: code's atoms plus the model's verified answers.
+
+    The ReAct controller hands it every criterion with conditions; it reports as `react`.
+    """
+
+    name = "react"
+
+    def __init__(
+        self,
+        *,
+        llm: LLMClient,
+        prompt: Prompt,
+        conditions: ConditionsController,
+        fallback: Controller | None,
+        token_budget: int = 6000,
+        abstain_below: float = 0.65,
+        max_output_tokens: int = 200,
+    ) -> None:
+        self._llm = llm
+        self._prompt = prompt
+        self._conditions = conditions
+        self._fallback = fallback
+        self._token_budget = token_budget
+        self._abstain_below = abstain_below
+        self._max_output_tokens = max_output_tokens
+        self._spec = answer_spec(prompt.tool_descriptions.get(ANSWER, _ANSWER_DESCRIPTION))
+
+    @property
+    def prompt_id(self) -> str:
+        return self._prompt.prompt_id
+
+    async def evaluate(self, task: CriterionTask) -> CriterionResult:
+        started = time.perf_counter()
+        run = _Run()
+        task.trace.messages = run.messages
+        try:
+            result = await self._decide(task, run)
+        except LLMError as exc:
+            result = await self._after_llm_failure(task, run, exc)
+        latency = (time.perf_counter() - started) * 1000
+        return result.model_copy(
+            update={"usage": result.usage.model_copy(update={"latency_ms": latency})}
+        )
+
+    async def _decide(self, task: CriterionTask, run: _Run) -> CriterionResult:
+        conditions = task.criterion.conditions
+        if conditions is None:
+            return await self._conditions.evaluate(task)
+        citations = cite_policy(task.policy, task.criterion.quote)
+        run.step(
+            StepKind.OBSERVATION,
+            f"criterion quote found in node {citations[0].node_id}"
+            if citations
+            else "criterion quote not found in the policy tree",
+        )
+        questions = await asyncio.to_thread(self._prepare, task, conditions)
+        atoms: list[AtomResult] = []
+        last_input_tokens = 0
+        settled = _inapplicable_by_code(conditions, questions)
+        for question in questions:
+            run.step(StepKind.OBSERVATION, _code_line(question.code), tool="check_atom")
+            asked = (
+                not settled
+                and needs_question(question.atom, question.code.state)
+                and bool(question.snippets)
+            )
+            if not asked:
+                atoms.append(question.code)
+                continue
+            if run.usage.total_tokens + last_input_tokens > self._token_budget:
+                run.step(StepKind.OBSERVATION, f"{question.atom.id}: token budget, not asked")
+                atoms.append(question.code)
+                continue
+            reply = await self._ask(task, run, question)
+            last_input_tokens = reply.usage.input_tokens
+            atoms.append(self._judge(task, run, question, reply))
+        verdict = conclude(task.case, conditions, atoms)
+        run.step(StepKind.DECISION, f"{verdict.status.value}: {verdict.rationale}")
+        return self._result(
+            task,
+            run,
+            verdict.status,
+            verdict.confidence,
+            verdict.rationale,
+            reason=verdict.reason,
+            atoms=atoms,
+            evidence=verdict.evidence,
+            citations=citations,
+        )
+
+    def _prepare(self, task: CriterionTask, conditions: Conditions) -> list[_Question]:
+        """Code's verdict and the snippets of every atom (CPU-bound: runs in a thread)."""
+        reading = self._conditions.reading(task.case)
+        results = evaluate_conditions(conditions, reading, self._conditions.min_fact_confidence)
+        return [
+            _Question(atom, result, snippets_for(atom, reading))
+            for atom, result in zip(conditions.atoms(), results, strict=True)
+        ]
+
+    async def _ask(self, task: CriterionTask, run: _Run, question: _Question) -> LLMReply:
+        user = Message(role="user", content=_question_text(question))
+        request = LLMRequest(
+            messages=(Message(role="system", content=self._prompt.system), user),
+            tools=(self._spec,),
+            tool_choice=ANSWER,
+            max_output_tokens=self._max_output_tokens,
+        )
+        reply = await complete_recorded(self._llm, request, task.trace.interactions)
+        run.usage = run.usage + reply.usage
+        if not run.messages:
+            run.messages.append(request.messages[0])
+        run.messages += [
+            user,
+            Message(role="assistant", content=reply.content or "", tool_calls=reply.tool_calls),
+        ]
+        return reply
+
+    def _judge(
+        self, task: CriterionTask, run: _Run, question: _Question, reply: LLMReply
+    ) -> AtomResult:
+        answer = parse_answer(reply)
+        call = next((c for c in reply.tool_calls if c.name == ANSWER), None)
+        run.step(
+            StepKind.TOOL_CALL,
+            tool=ANSWER,
+            tool_call_id=call.id if call else None,
+            arguments=answer.model_dump() if answer else {"_unparsed": reply.content[:200]},
+        )
+        offered = {snippet.id: snippet for snippet in question.snippets}
+        ids = list(dict.fromkeys(answer.evidence)) if answer else []
+        cited = [offered[i] for i in ids if i in offered]
+        verified = [v for v in (verify_case_evidence(task.case, s.evidence) for s in cited) if v]
+        if len(cited) != len(ids) or len(verified) != len(cited):
+            cited, verified = [], []
+        said = model_state(question.atom, answer, cited, abstain_below=self._abstain_below)
+        state = merge_states(question.code.state, said)
+        code = question.code
+        line = f"{question.atom.id}: model {answer.answer if answer else 'no answer'} {ids}"
+        run.step(
+            StepKind.OBSERVATION,
+            f"{line} -> {said.value if said else 'unknown'}; code {code.state.value} "
+            f"-> {state.value}",
+            tool="ask_atom",
+            tool_call_id=call.id if call else None,
+        )
+        if said is None or said is AtomState.NO_EVIDENCE:
+            return code
+        both_sides = state is AtomState.CONFLICTING
+        return code.model_copy(
+            update={
+                "state": state,
+                "note": f"model: {said.value} ({', '.join(ids)}); code: {code.state.value} "
+                f"{code.note}"[:300],
+                "evidence": [*verified, *code.evidence] if both_sides else verified,
+                "decided_by": "model",
+            }
+        )
+
+    async def _after_llm_failure(
+        self, task: CriterionTask, run: _Run, error: LLMError
+    ) -> CriterionResult:
+        run.step(StepKind.ERROR, f"LLM {error.kind} error: {error}", is_error=True)
+        if self._fallback is not None:
+            fallback = await self._fallback.evaluate(task)
+            steps = [
+                step.model_copy(update={"index": i})
+                for i, step in enumerate([*run.steps, *fallback.reasoning_trace])
+            ]
+            return fallback.model_copy(
+                update={
+                    "reason_code": ReasonCode.LLM_FALLBACK,
+                    "reasoning_trace": steps,
+                    "usage": run.usage + fallback.usage,
+                    "prompt_id": self._prompt.prompt_id,
+                    "provider": self._llm.provider,
+                    "model": self._llm.model,
+                }
+            )
+        reason = (
+            ReasonCode.LLM_PERMANENT_ERROR
+            if isinstance(error, PermanentLLMError)
+            else ReasonCode.LLM_TRANSIENT_ERROR
+        )
+        rationale = f"The LLM failed ({error.kind}); no decision was made."
+        return self._result(task, run, CriterionStatus.UNCERTAIN, 0.0, rationale, reason=reason)
+
+    def _result(
+        self,
+        task: CriterionTask,
+        run: _Run,
+        status: CriterionStatus,
+        confidence: float,
+        rationale: str,
+        *,
+        reason: ReasonCode | None,
+        atoms: list[AtomResult] | None = None,
+        evidence: list[CaseEvidence] | None = None,
+        citations: list[PolicyCitation] | None = None,
+    ) -> CriterionResult:
+        return CriterionResult(
+            criterion_id=task.criterion.criterion_id,
+            status=status,
+            confidence=confidence,
+            rationale=rationale,
+            policy_citations=citations or [],
+            case_evidence=evidence or [],
+            reason_code=reason,
+            atoms=atoms or [],
+            reasoning_trace=list(run.steps),
+            controller=self.name,
+            prompt_id=self._prompt.prompt_id,
+            provider=self._llm.provider,
+            model=self._llm.model,
+            usage=run.usage + Usage(tool_calls=len(atoms or [])),
+        )
+
+
+def _inapplicable_by_code(conditions: Conditions, questions: list[_Question]) -> bool:
+    """True when code alone shows the criterion does not apply: no answer could change it."""
+    if conditions.applies_if is None:
+        return False
+    head = [q for q in questions if q.code.applicability]
+    if any(needs_question(q.atom, q.code.state) for q in head):
+        return False
+    states = {q.code.atom_id: q.code.state for q in head}
+    return combine(conditions.applies_if, states) is AtomState.FAILS
+
+
+def _question_text(question: _Question) -> str:
+    """The user message: the question and the numbered snippets, as JSON (data, not orders)."""
+    return json.dumps(
+        {
+            "question": question_for(question.atom),
+            "snippets": [
+                {"id": s.id, "source": s.source, "text": s.text} for s in question.snippets
+            ],
+        },
+        ensure_ascii=False,
+    )
+
+
+def _code_line(result: AtomResult) -> str:
+    prefix = "applies if " if result.applicability else ""
+    return f"{prefix}{result.atom_id} ({result.kind}) {result.label}: {result.state.value}"
