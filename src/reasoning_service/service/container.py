@@ -23,6 +23,7 @@ from reasoning_service.service.evaluation import EvaluationService
 from reasoning_service.service.policies import PolicyService
 from reasoning_service.settings import Settings
 from reasoning_service.store import SqliteStore, Store
+from reasoning_service.tools.citations import CitationRules
 from reasoning_service.tools.tree_search import LexicalTreeSearch, LLMTreeSearch, TreeSearch
 from retrieval.service import RetrievalService
 
@@ -168,7 +169,9 @@ def _react_controller(
             token_budget=settings.token_budget,
             abstain_below=settings.abstain_below,
             max_output_tokens=settings.llm_max_output_tokens,
+            evaluation_deadline_s=settings.evaluation_deadline_s,
         ),
+        citation_rules=CitationRules(min_words=settings.citation_min_words),
     )
 
 
