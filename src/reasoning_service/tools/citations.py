@@ -178,6 +178,13 @@ _STOPWORD_TEXT = """
     through to too under until up very was we were what when where which while who why will
     with would"""
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+_GENERIC_TEXT = """
+    patient patients beneficiary beneficiaries applicable applies apply documented documentation
+    document record recorded report reported required requires criterion criteria policy
+"""
+_GENERIC_WORDS = frozenset(_GENERIC_TEXT.split())
+"""Words that criteria and clinical notes all share and that name no concept: sharing "patient"
+or "documented" with a criterion does not make a quote about it."""
 
 
 @dataclass(frozen=True)
@@ -241,7 +248,7 @@ def _word_keys(text: str) -> set[str]:
     "hours"/"hour" and "educated"/"education" meet. Pure numbers never count."""
     keys = set()
     for word in _WORD.findall(text.lower()):
-        if word in _STOPWORDS or word.isdigit() or len(word) < 2:
+        if word in _STOPWORDS or word in _GENERIC_WORDS or word.isdigit() or len(word) < 2:
             continue
         if len(word) > 3 and word.endswith("s"):
             word = word[:-1]
