@@ -32,7 +32,7 @@ from reasoning_service.testing import (
 REQUEST = LLMRequest(messages=(Message(role="user", content="hello"),))
 
 
-def NO_JITTER() -> float:  # noqa: N802 - reads as a constant at call sites
+def NO_JITTER() -> float:
     """The top of each jitter range: the plain 1 s, 2 s, 4 s schedule."""
     return 1.0
 
