@@ -87,9 +87,7 @@ async def run_eval(
             pending, policies, evaluate, sink, concurrency, progress, run_info
         )
     done.update((r.example_id, r) for r in fresh)
-    return _finish(
-        selected, done, out_dir, run_info, evaluated=len(fresh), invalid=len(invalid)
-    )
+    return _finish(selected, done, out_dir, run_info, evaluated=len(fresh), invalid=len(invalid))
 
 
 def _check_unique(examples: Sequence[LabeledExample]) -> None:
