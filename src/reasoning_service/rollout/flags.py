@@ -110,7 +110,7 @@ class FlagSource:
                 "rollout flags changed",
                 extra={
                     "controller": flags.controller,
-                    "candidate_prompt_id": flags.candidate_prompt_id,
+                    "flags": f"candidate_prompt_id={flags.candidate_prompt_id}",
                 },
             )
         return flags
@@ -129,7 +129,7 @@ class FlagSource:
                 "candidate prompt rejected; keeping the last good candidate",
                 extra={
                     "error_type": type(exc).__name__,
-                    "candidate_prompt_id": last_good.candidate_prompt_id,
+                    "flags": f"candidate_prompt_id={last_good.candidate_prompt_id}",
                 },
             )
             return last_good.candidate_prompt_id
