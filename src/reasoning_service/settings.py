@@ -111,6 +111,11 @@ class Settings(BaseSettings):
     """Results less confident than this become `uncertain` (`low_confidence`)."""
     criterion_concurrency: int = Field(default=4, ge=1, le=64)
     """Criteria of one evaluation evaluated at the same time."""
+    evaluation_deadline_s: float | None = Field(default=None, gt=0)
+    """Wall-clock seconds an evaluation's LLM criteria may take (queueing included); criteria
+    still open then come back `uncertain` with reason `deadline`. Unset: no deadline."""
+    citation_min_words: int = Field(default=3, ge=1, le=20)
+    """Words a case quote needs before a `met`/`not_met` may stand on it."""
 
     # --- retries -----------------------------------------------------------------------------
     retry_max_attempts: int = Field(default=3, ge=0, le=10)

@@ -19,6 +19,9 @@ class ReActLimits:
     token_budget: int = 6000
     abstain_below: float = 0.65
     max_output_tokens: int = 800
+    evaluation_deadline_s: float | None = None
+    """Seconds from the task's creation after which an open criterion is `uncertain`
+    (`deadline`); None: no deadline."""
 
 
 @dataclass

@@ -7,8 +7,10 @@ Steps of one criterion:
     3. Tool calls are validated and run (concurrently); each result is a `tool` message tied to
        its `tool_call_id`. Bad calls get an error result that says how to fix them.
     4. A plain-text answer gets one continuation prompt.
-    5. `finish` ends the loop once its citations verify. Unverifiable ones are sent back once;
-       after that they are dropped (`invalid_citation`, lower confidence).
+    5. `finish` ends the loop once its citations verify (found, and fit to be evidence: see
+       tools/finish.py). Failed ones are sent back once; after that they are dropped
+       (`invalid_citation`, lower confidence) and `met`/`not_met` becomes `uncertain`: a
+       decision never stands beside a citation that failed.
 
 A criterion with `conditions` does not run the loop when an atom path is given (`atoms`, built
 by the service from `conditions/atom_questions.py`): code decides the atoms it can and the model
@@ -20,10 +22,13 @@ Exits:
                                                   best-effort `uncertain` with the reason
     - LLM failure after retries                -> the heuristic's result (`llm_fallback`) or
                                                   `uncertain` with the error's reason, per settings
+    - the evaluation's deadline passes         -> `uncertain` (`deadline`), whatever was under way
+                                                  (measured from `CriterionTask.created_at`)
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import dataclass
@@ -49,8 +54,14 @@ from reasoning_service.models import (
 )
 from reasoning_service.models.task import Controller, CriterionTask
 from reasoning_service.prompts import Prompt
+from reasoning_service.tools.citations import CitationRules
 from reasoning_service.tools.executor import ToolExecutor, ToolOutcome, tool_specs
-from reasoning_service.tools.finish import FINISH, check_finish, citations_retry_message
+from reasoning_service.tools.finish import (
+    DECISIVE,
+    FINISH,
+    check_finish,
+    citations_retry_message,
+)
 from reasoning_service.tools.tree_search import TreeSearch
 from retrieval.service import RetrievalService
 
@@ -62,6 +73,7 @@ LIMIT_PROMPT = "{reason} reached. Call finish now with the evidence you already 
 _OBSERVATION_CHARS = 500
 _CITATION_PENALTY = 0.7
 _DEFAULT_LIMITS = ReActLimits()
+_DEFAULT_RULES = CitationRules()
 
 
 @dataclass(frozen=True)
@@ -89,6 +101,7 @@ class ReActController:
         fallback: Controller | None,
         limits: ReActLimits = _DEFAULT_LIMITS,
         atoms: Controller | None = None,
+        citation_rules: CitationRules = _DEFAULT_RULES,
     ) -> None:
         """`atoms` decides criteria that have conditions, in place of the loop."""
         self._llm = llm
@@ -98,6 +111,7 @@ class ReActController:
         self._fallback = fallback
         self._limits = limits
         self._atoms = atoms
+        self._citation_rules = citation_rules
         self._specs = tool_specs(prompt.tool_descriptions)
         self._finish_spec = tuple(s for s in self._specs if s.name == FINISH)
 
@@ -111,14 +125,37 @@ class ReActController:
         started = time.perf_counter()
         state = LoopState(messages=initial_messages(self._prompt, task))
         task.trace.messages = state.messages
-        try:
-            result = await self._run(task, state)
-        except LLMError as exc:
-            result = await self._after_llm_failure(task, state, exc)
+        result = await self._run_until_deadline(task, state)
         latency = (time.perf_counter() - started) * 1000
         return result.model_copy(
             update={"usage": result.usage.model_copy(update={"latency_ms": latency})}
         )
+
+    async def _run_until_deadline(self, task: CriterionTask, state: LoopState) -> CriterionResult:
+        """The loop (and its fallback), cut short when the evaluation's deadline passes."""
+        deadline_s = self._limits.evaluation_deadline_s
+        if deadline_s is None:
+            return await self._run_or_fall_back(task, state)
+        remaining_s = task.created_at + deadline_s - time.monotonic()
+        if remaining_s > 0:
+            scope = asyncio.timeout(remaining_s)
+            try:
+                async with scope:
+                    return await self._run_or_fall_back(task, state)
+            except TimeoutError:
+                if not scope.expired():
+                    raise
+        rationale = f"No decision: the evaluation deadline ({deadline_s:g} s) passed."
+        state.step(StepKind.ERROR, rationale, is_error=True)
+        return self._result(
+            task, state, CriterionStatus.UNCERTAIN, 0.0, rationale, [], [], ReasonCode.DEADLINE
+        )
+
+    async def _run_or_fall_back(self, task: CriterionTask, state: LoopState) -> CriterionResult:
+        try:
+            return await self._run(task, state)
+        except LLMError as exc:
+            return await self._after_llm_failure(task, state, exc)
 
     async def _run(self, task: CriterionTask, state: LoopState) -> CriterionResult:
         executor = ToolExecutor(task, retrieval=self._retrieval, tree_search=self._tree_search)
@@ -235,8 +272,8 @@ class ReActController:
     ) -> FinishAccepted | FinishRejected:
         """The agent's policy over `check_finish`: problems go back to the model once (unless
         this is the last call); then unverified citations are dropped, confidence is lowered,
-        and a decision without case evidence or below the threshold becomes `uncertain`."""
-        checked = check_finish(task, call)
+        and a decision beside a failed citation or below the threshold becomes `uncertain`."""
+        checked = check_finish(task, call, self._citation_rules)
         if isinstance(checked, str):
             return FinishRejected(checked)
         if checked.problems and not final and not state.citations_retried:
@@ -247,7 +284,7 @@ class ReActController:
         if checked.problems:
             reason = ReasonCode.INVALID_CITATION
             confidence *= _CITATION_PENALTY
-            if checked.decisive and not checked.case_evidence:
+            if status in DECISIVE:
                 status = CriterionStatus.UNCERTAIN
         if confidence < self._limits.abstain_below and status is not CriterionStatus.UNCERTAIN:
             status = CriterionStatus.UNCERTAIN

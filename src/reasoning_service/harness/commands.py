@@ -13,12 +13,13 @@ from pathlib import Path
 from pydantic import SecretStr
 from rich.console import Console
 
-from reasoning_service.errors import InvalidInputError
+from reasoning_service.errors import InvalidInputError, NotFoundError
 from reasoning_service.harness.datasets import (
+    InvalidExample,
     LabeledExample,
     load_data_dir,
-    load_labeled_examples,
     load_trialgpt,
+    read_labeled_examples,
     to_policy,
 )
 from reasoning_service.harness.report import compare_runs, render_comparison
@@ -53,6 +54,12 @@ def add_eval_commands(commands: argparse._SubParsersAction) -> None:  # type: ig
     run.add_argument("--limit", type=int)
     run.add_argument("--concurrency", type=int, default=4)
     run.add_argument("--out", type=Path, required=True, help="run folder (resumable)")
+    run.add_argument(
+        "--strict",
+        action="store_true",
+        help="stop at the first invalid example (bad line, case, unknown policy) instead of "
+        "recording it as an error row and going on",
+    )
     run.set_defaults(run=_run)
 
     compare = sub.add_parser("compare", help="difference of two runs, with per-example flips")
@@ -83,15 +90,22 @@ def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def load_examples(
-    services: Services, args: argparse.Namespace
-) -> tuple[list[LabeledExample], dict[str, Policy]]:
-    """The examples and every policy they name, indexed for retrieval (in memory only)."""
+    services: Services, args: argparse.Namespace, *, strict: bool = True
+) -> tuple[list[LabeledExample], dict[str, Policy], list[InvalidExample]]:
+    """The examples, every policy they name (indexed for retrieval, in memory only) and the
+    dataset lines that are not usable examples.
+
+    With `strict`, a bad line or an unknown policy raises (nothing runs); without, bad lines come
+    back as `InvalidExample`s and an unknown policy is left out, so the runner records an error
+    row for each of its examples.
+    """
     policies: dict[str, Policy] = {}
+    invalid: list[InvalidExample] = []
     if args.trialgpt:
         examples, sources = load_trialgpt(args.trialgpt)
         policies.update({pid: to_policy(source) for pid, source in sources.items()})
     else:
-        examples = load_labeled_examples(args.dataset)
+        examples, invalid = read_labeled_examples(args.dataset, strict=strict)
     if args.data:
         loaded = [to_policy(source) for source in load_data_dir(args.data)]
         reviewed = [services.policies.with_reviewed_conditions(p) for p in loaded]
@@ -99,11 +113,15 @@ async def load_examples(
     if args.limit:
         examples = examples[: args.limit]
     for policy_id in sorted({e.policy_id for e in examples} - policies.keys()):
-        policies[policy_id] = await services.policies.get(policy_id)
-    for policy_id in {e.policy_id for e in examples}:
+        try:
+            policies[policy_id] = await services.policies.get(policy_id)
+        except NotFoundError:
+            if strict:
+                raise
+    for policy_id in {e.policy_id for e in examples} & policies.keys():
         policy = policies[policy_id]
         await services.retrieval.index_policy(policy.policy_id, policy.tree)
-    return examples, policies
+    return examples, policies, invalid
 
 
 async def _run(services: Services, args: argparse.Namespace, console: Console) -> int:
@@ -129,7 +147,7 @@ async def _run(services: Services, args: argparse.Namespace, console: Console) -
 async def _run_with(
     services: Services, args: argparse.Namespace, console: Console, llm: LLMClient | None
 ) -> int:
-    examples, policies = await load_examples(services, args)
+    examples, policies, invalid = await load_examples(services, args, strict=args.strict)
     controller = build_controller(services, args.controller, prompt_id=args.prompt, llm=llm)
     react_llm = (llm or services.llm) if args.controller == "react" else None
     model = react_llm.model if react_llm else None
@@ -154,6 +172,7 @@ async def _run_with(
             "model": model,
             "dataset": str(args.dataset or args.trialgpt),
         },
+        invalid=invalid,
     )
     metrics = summary.metrics
     console.print(
@@ -163,6 +182,11 @@ async def _run_with(
         f"citations {metrics.citation_accuracy:.3f}, ECE {metrics.ece:.3f}, "
         f"composite {metrics.composite:.3f}"
     )
+    if summary.counts.invalid or summary.counts.errors:
+        console.print(
+            f"{summary.counts.invalid} invalid examples and {summary.counts.errors} evaluation "
+            "errors recorded as error rows (see results.jsonl)"
+        )
     console.print(f"Wrote {args.out}/results.jsonl, summary.json and report.html")
     return 0
 
@@ -176,7 +200,7 @@ async def _optimize(services: Services, args: argparse.Namespace, console: Conso
     from reasoning_service.harness.optimize import optimize_prompt
     from reasoning_service.prompts import load_prompt
 
-    examples, policies = await load_examples(services, args)
+    examples, policies, _ = await load_examples(services, args)
     train, val = split(examples, args.val_fraction, seed=args.seed)
     settings = services.settings
     base = load_prompt(settings.prompts_dir, args.prompt or settings.prompt_id)

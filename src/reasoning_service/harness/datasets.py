@@ -39,6 +39,7 @@ from retrieval.markdown import build_tree_from_markdown
 __all__ = [
     "TRIALGPT_STATUS",
     "DatasetError",
+    "InvalidExample",
     "LabeledExample",
     "ManifestEntry",
     "PolicySource",
@@ -46,6 +47,7 @@ __all__ = [
     "load_labeled_examples",
     "load_trialgpt",
     "note_sentences",
+    "read_labeled_examples",
     "to_policy",
 ]
 
@@ -117,6 +119,19 @@ class PolicySource(NamedTuple):
 # --- labeled examples -------------------------------------------------------------------------
 
 
+class InvalidExample(BaseModel):
+    """A line of a labeled-example file that is not a usable example, and why."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    example_id: str
+    """The line's `example_id` when it has one, else `<file>:<line>`."""
+    error: str
+    """The `DatasetError` message (it names the file and line)."""
+    criterion_id: str = ""
+    gold_status: CriterionStatus | None = None
+
+
 def load_labeled_examples(path: Path | str) -> list[LabeledExample]:
     """Read a labeled-example `.jsonl`; each `case` is a path relative to the file's folder.
 
@@ -124,22 +139,64 @@ def load_labeled_examples(path: Path | str) -> list[LabeledExample]:
         DatasetError: a line that is not JSON, a case that is missing or invalid, a bad field,
             or an `example_id` seen twice; the message says which line.
     """
-    path = Path(path)
-    cases: dict[Path, CaseBundle] = {}
-    examples: list[LabeledExample] = []
-    seen: set[str] = set()
-    for line_num, record in _jsonl_records(path):
-        where = f"{path}:{line_num}"
-        example = _to_example(record, path.parent, cases, where)
-        if example.example_id in seen:
-            raise DatasetError(f"{where}: example_id {example.example_id!r} appears twice")
-        seen.add(example.example_id)
-        examples.append(example)
+    examples, _ = read_labeled_examples(path, strict=True)
     return examples
 
 
-def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (1-based line number, object) for each non-blank line."""
+def read_labeled_examples(
+    path: Path | str, *, strict: bool = False
+) -> tuple[list[LabeledExample], list[InvalidExample]]:
+    """The valid examples of a labeled-example `.jsonl`, and the lines that are not.
+
+    Without `strict`, a bad line (not JSON, invalid or missing case, bad field, repeated
+    `example_id`) becomes an `InvalidExample` and reading goes on; with it, the first one raises.
+
+    Raises:
+        DatasetError: the file cannot be read, or (`strict`) the first bad line.
+    """
+    path = Path(path)
+    cases: dict[Path, CaseBundle] = {}
+    examples: list[LabeledExample] = []
+    invalid: list[InvalidExample] = []
+    seen: set[str] = set()
+    for line_num, record in _jsonl_records(path):
+        where = f"{path}:{line_num}"
+        try:
+            if isinstance(record, DatasetError):
+                raise record
+            example = _to_example(record, path.parent, cases, where)
+            if example.example_id in seen:
+                raise DatasetError(f"{where}: example_id {example.example_id!r} appears twice")
+        except DatasetError as exc:
+            if strict:
+                raise
+            invalid.append(_invalid(record, where, exc, seen))
+            continue
+        seen.add(example.example_id)
+        examples.append(example)
+    return examples, invalid
+
+
+def _invalid(
+    record: dict[str, Any] | DatasetError, where: str, exc: DatasetError, seen: set[str]
+) -> InvalidExample:
+    """What can be said about a bad line: its own id when usable, else its place."""
+    fields = record if isinstance(record, dict) else {}
+    example_id = fields.get("example_id")
+    if not isinstance(example_id, str) or not example_id or example_id in seen:
+        example_id = where
+    status = fields.get("gold_status")
+    return InvalidExample(
+        example_id=example_id,
+        error=str(exc),
+        criterion_id=str(fields.get("criterion_id") or ""),
+        gold_status=status if status in set(CriterionStatus) else None,
+    )
+
+
+def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any] | DatasetError]]:
+    """Yield (1-based line number, object) for each non-blank line; a line that is not a JSON
+    object yields the `DatasetError` that says so, for the caller to raise or record."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
@@ -150,9 +207,11 @@ def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path}:{line_num}: not valid JSON: {exc.msg}") from exc
+            yield line_num, DatasetError(f"{path}:{line_num}: not valid JSON: {exc.msg}")
+            continue
         if not isinstance(record, dict):
-            raise DatasetError(f"{path}:{line_num}: expected a JSON object")
+            yield line_num, DatasetError(f"{path}:{line_num}: expected a JSON object")
+            continue
         yield line_num, record
 
 

@@ -31,11 +31,14 @@ class EvalRecord(CriterionResult):
     """One line of `results.jsonl`: the result plus what the harness knows about the example."""
 
     example_id: str
-    gold_status: CriterionStatus
+    gold_status: CriterionStatus | None
+    """None only on an `invalid` row whose line did not say."""
     latency_ms: float = 0.0
     """Wall-clock time of the `evaluate` call as the harness saw it."""
     error: str | None = None
     """`<ExceptionType>: <message>` when evaluation failed; the result is then a placeholder."""
+    invalid: bool = False
+    """The dataset line was not a usable example (`error` says why); it is out of the metrics."""
 
 
 class RunCounts(BaseModel):
@@ -51,6 +54,9 @@ class RunCounts(BaseModel):
     """Already in results.jsonl from an earlier call."""
     errors: int
     """Selected examples whose record carries an error."""
+    invalid: int = 0
+    """Dataset lines that were not usable examples (bad JSON, invalid case or field, repeated
+    id): recorded as error rows in results.jsonl, left out of the metrics."""
 
 
 class EvalSummary(BaseModel):

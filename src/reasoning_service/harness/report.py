@@ -404,7 +404,7 @@ def compare_runs(run_a_dir: Path, run_b_dir: Path) -> Comparison:
 
 
 def _flip(a: EvalRecord, b: EvalRecord) -> StatusFlip | None:
-    if a.status == b.status:
+    if a.status == b.status or a.gold_status is None:
         return None
     gold = a.gold_status
     change: Literal["fixed", "broken", "changed"] = (

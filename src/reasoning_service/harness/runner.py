@@ -8,7 +8,9 @@
    example as soon as it finishes (flushed), so a crash loses only the examples in flight;
    an exception from `evaluate` (or an unknown policy or criterion) is recorded as an `uncertain`
    result with `error` set and never stops the run; KeyboardInterrupt and cancellation do stop
-   it, after which the run can be resumed;
+   it, after which the run can be resumed; dataset lines that were not usable examples
+   (`invalid`, from `read_labeled_examples`) are recorded as error rows too, counted in the
+   summary and left out of the metrics (they have no trustworthy gold);
 3. score every selected example's record and write `summary.json` and `report.html`.
 """
 
@@ -23,7 +25,7 @@ from typing import Any, TextIO
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from reasoning_service.harness.datasets import LabeledExample
+from reasoning_service.harness.datasets import InvalidExample, LabeledExample
 from reasoning_service.harness.metrics import compute_metrics
 from reasoning_service.harness.records import (
     REPORT_FILE,
@@ -54,6 +56,7 @@ async def run_eval(
     progress: bool = True,
     run_info: dict[str, Any],
     retry_errors: bool = False,
+    invalid: Sequence[InvalidExample] = (),
 ) -> EvalSummary:
     """Evaluate `examples` (the first `limit`) and write results, summary.json and report.html.
 
@@ -75,12 +78,16 @@ async def run_eval(
         if not (retry_errors and r.error is not None)
     }
     pending = [e for e in selected if e.example_id not in done]
+    controller = str(run_info.get("controller", "unknown"))
     with results_path.open("a", encoding="utf-8") as sink:
+        for bad in invalid:
+            if bad.example_id not in done:
+                _append(sink, _invalid_record(bad, controller))
         fresh = await _evaluate_all(
             pending, policies, evaluate, sink, concurrency, progress, run_info
         )
     done.update((r.example_id, r) for r in fresh)
-    return _finish(selected, done, out_dir, run_info, evaluated=len(fresh))
+    return _finish(selected, done, out_dir, run_info, evaluated=len(fresh), invalid=len(invalid))
 
 
 def _check_unique(examples: Sequence[LabeledExample]) -> None:
@@ -173,6 +180,21 @@ def _error_result(example: LabeledExample, exc: Exception, controller: str) -> C
     )
 
 
+def _invalid_record(bad: InvalidExample, controller: str) -> EvalRecord:
+    """The error row of a dataset line that was not a usable example."""
+    return EvalRecord(
+        criterion_id=bad.criterion_id,
+        status=CriterionStatus.UNCERTAIN,
+        confidence=0.0,
+        rationale="Not evaluated: the dataset line is not a valid example.",
+        controller=controller,
+        example_id=bad.example_id,
+        gold_status=bad.gold_status,
+        error=f"InvalidExample: {bad.error}",
+        invalid=True,
+    )
+
+
 def _append(sink: TextIO, record: EvalRecord) -> None:
     sink.write(record.model_dump_json() + "\n")
     sink.flush()
@@ -185,6 +207,7 @@ def _finish(
     run_info: dict[str, Any],
     *,
     evaluated: int,
+    invalid: int = 0,
 ) -> EvalSummary:
     pairs = [(e, done[e.example_id]) for e in selected if e.example_id in done]
     records = [r for _, r in pairs]
@@ -199,6 +222,7 @@ def _finish(
             evaluated=evaluated,
             resumed=len(pairs) - evaluated,
             errors=sum(r.error is not None for r in records),
+            invalid=invalid,
         ),
         metrics=compute_metrics(pairs),
     )

@@ -1,10 +1,12 @@
 """The one retry layer: wraps any `LLMClient` and retries `TransientLLMError`s only.
 
-Schedule (`backoff_s`): retry n waits `base_s * 2**(n-1)` (1 s, 2 s, 4 s with the defaults) — unless
-the error carries a `retry_after_s` from the provider, which then *replaces* the backoff value,
-capped at `retry_after_cap_s`. The provider knows when its window reopens; waiting longer wastes
-the budget and waiting less earns another 429. No jitter: one service process, few concurrent
-calls, and tests assert exact schedules.
+Schedule (`backoff_s`): retry n waits a random part of `base_s * 2**(n-1)` (at most 1 s, 2 s, 4 s
+with the defaults: "full jitter", so criteria and replicas that failed together do not retry
+together) — unless the error carries a `retry_after_s` from the provider, which then *replaces*
+the backoff value exactly. The provider knows when its window reopens; waiting less earns another
+429. A Retry-After above `retry_after_cap_s` is not waited for at all: the error is raised at once,
+so the controller falls back instead of holding a request for minutes. The random source is
+injected (`jitter`, a number in [0, 1]); tests pass `lambda: 1.0` to get the plain schedule.
 
 Permanent errors pass through at once. After the last retry the last `TransientLLMError` itself
 is raised (never tenacity's `RetryError`), so callers catch one tree. SDK retries must be off
@@ -16,31 +18,50 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import random
 from collections.abc import Awaitable, Callable, Iterator
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+from tenacity import AsyncRetrying, RetryCallState, stop_after_attempt
 
 from reasoning_service.errors import TransientLLMError
 from reasoning_service.llm.base import LLMClient, current_attempt
 from reasoning_service.llm.wrapper import WrapperLLM
 from reasoning_service.models.conversation import LLMReply, LLMRequest
 
-__all__ = ["OnRetry", "RetryingLLMClient", "backoff_s"]
+__all__ = ["Jitter", "OnRetry", "RetryingLLMClient", "backoff_s", "exceeds_retry_after_cap"]
 
 logger = logging.getLogger("reasoning_service.llm")
 
 Sleep = Callable[[float], Awaitable[None]]
 OnRetry = Callable[[TransientLLMError, int, float], None]
 """Called before each wait with the error, the attempt that failed (1-based) and the wait."""
+Jitter = Callable[[], float]
+"""A number in [0, 1]: the share of the exponential backoff actually waited."""
 
 
 def backoff_s(
-    error: TransientLLMError, retry_number: int, *, base_s: float, retry_after_cap_s: float
+    error: TransientLLMError,
+    retry_number: int,
+    *,
+    base_s: float,
+    retry_after_cap_s: float,
+    jitter: float = 1.0,
 ) -> float:
-    """Seconds to wait before retry number `retry_number` (1 for the first retry)."""
+    """Seconds to wait before retry number `retry_number` (1 for the first retry).
+
+    `jitter` (in [0, 1]) scales the exponential backoff only; a Retry-After is waited exactly,
+    capped at `retry_after_cap_s` (the retry layer never waits one above the cap: see
+    `exceeds_retry_after_cap`).
+    """
     if error.retry_after_s is not None:
         return min(max(error.retry_after_s, 0.0), retry_after_cap_s)
-    return base_s * 2 ** (retry_number - 1)
+    return base_s * 2 ** (retry_number - 1) * min(max(jitter, 0.0), 1.0)
+
+
+def exceeds_retry_after_cap(error: BaseException, retry_after_cap_s: float) -> bool:
+    """True when the provider asks to wait longer than we are willing to: give up at once."""
+    retry_after_s = getattr(error, "retry_after_s", None)
+    return retry_after_s is not None and retry_after_s > retry_after_cap_s
 
 
 class RetryingLLMClient(WrapperLLM):
@@ -55,6 +76,7 @@ class RetryingLLMClient(WrapperLLM):
         retry_after_cap_s: float = 30.0,
         sleep: Sleep = asyncio.sleep,
         on_retry: OnRetry | None = None,
+        jitter: Jitter = random.random,
     ) -> None:
         super().__init__(inner)
         self._max_retries = max_retries
@@ -62,16 +84,18 @@ class RetryingLLMClient(WrapperLLM):
         self._retry_after_cap_s = retry_after_cap_s
         self._sleep = sleep
         self._on_retry = on_retry
+        self._jitter = jitter
 
     async def complete(self, request: LLMRequest) -> LLMReply:
         """Call the inner client until it answers, fails for good, or retries run out.
 
         Raises:
-            TransientLLMError: the last one, once `max_retries` retries have failed.
+            TransientLLMError: the last one, once `max_retries` retries have failed, or at once
+                when its Retry-After is above the cap.
             PermanentLLMError: at once, without retrying.
         """
         retrying = AsyncRetrying(
-            retry=retry_if_exception_type(TransientLLMError),
+            retry=self._should_retry,
             stop=stop_after_attempt(self._max_retries + 1),
             wait=self._wait_s,
             sleep=self._sleep,
@@ -87,6 +111,24 @@ class RetryingLLMClient(WrapperLLM):
         finally:
             current_attempt.reset(token)
 
+    def _should_retry(self, state: RetryCallState) -> bool:
+        error = state.outcome.exception() if state.outcome else None
+        if not isinstance(error, TransientLLMError):
+            return False
+        if exceeds_retry_after_cap(error, self._retry_after_cap_s):
+            logger.warning(
+                "LLM call failed (%s, provider=%s, model=%s, status=%s); Retry-After %.0fs is "
+                "above the %.0fs cap: not retrying",
+                type(error).__name__,
+                error.provider,
+                error.model,
+                error.status,
+                error.retry_after_s,
+                self._retry_after_cap_s,
+            )
+            return False
+        return True
+
     def _wait_s(self, state: RetryCallState) -> float:
         error = _transient_error(state)
         return backoff_s(
@@ -94,6 +136,7 @@ class RetryingLLMClient(WrapperLLM):
             state.attempt_number,
             base_s=self._base_s,
             retry_after_cap_s=self._retry_after_cap_s,
+            jitter=self._jitter(),
         )
 
     def _before_sleep(self, state: RetryCallState) -> None:

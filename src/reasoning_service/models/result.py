@@ -38,6 +38,8 @@ class ReasonCode(StrEnum):
     INVALID_CITATION = "invalid_citation"
     CONFLICTING_EVIDENCE = "conflicting_evidence"
     NO_FINISH = "no_finish"
+    DEADLINE = "deadline"
+    """The evaluation's deadline passed before the criterion was decided."""
     NO_CONDITIONS = "no_conditions"
     """The criterion has no checkable conditions, so code could not decide it."""
 

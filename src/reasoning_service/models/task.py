@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -34,6 +35,9 @@ class CriterionTask:
     policy: Policy
     criterion: Criterion
     trace: CriterionTrace = field(default_factory=CriterionTrace)
+    created_at: float = field(default_factory=time.monotonic)
+    """`time.monotonic()` when the task was made: an evaluation makes all its tasks at once, so
+    a deadline measured from here is a deadline for the whole evaluation, queueing included."""
 
 
 class Controller(Protocol):

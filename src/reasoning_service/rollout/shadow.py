@@ -42,6 +42,7 @@ _ERROR_REASONS = {
     ReasonCode.NO_FINISH,
     ReasonCode.TOKEN_BUDGET,
     ReasonCode.MAX_ITERATIONS,
+    ReasonCode.DEADLINE,
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from reasoning_service.agent.loop_state import ReActLimits
@@ -25,6 +26,7 @@ from reasoning_service.service.evaluation import EvaluationService
 from reasoning_service.service.policies import PolicyService, TreeLimits
 from reasoning_service.settings import Settings
 from reasoning_service.store import SqliteStore, Store
+from reasoning_service.tools.citations import CitationRules
 from reasoning_service.tools.tree_search import LexicalTreeSearch, LLMTreeSearch, TreeSearch
 from retrieval.service import RetrievalService
 
@@ -85,25 +87,20 @@ async def build_services(
         settings = settings.model_copy(update=_local_defaults(settings, local_server))
     llm = _llm_client(settings, llm, metrics)
     react = _react_controller(settings, llm, retrieval, heuristic) if llm is not None else None
-    candidate = (
-        _react_controller(
-            settings,
-            llm,
-            retrieval,
-            heuristic,
-            load_prompt(settings.prompts_dir, settings.candidate_prompt_id),
-        )
-        if llm is not None and settings.candidate_prompt_id
-        else None
+    if settings.candidate_prompt_id:
+        load_prompt(settings.prompts_dir, settings.candidate_prompt_id)  # fail fast at start-up
+    flags = FlagSource(
+        RolloutFlags(settings.controller, settings.candidate_prompt_id),
+        settings.flags_file,
+        check_prompt=lambda prompt_id: load_prompt(settings.prompts_dir, prompt_id),
     )
-    flags = FlagSource(RolloutFlags(settings.controller), settings.flags_file)
     router = Router(
         settings.controller,
         heuristic=heuristic,
         react=react,
         salt=settings.ab_salt,
-        candidate=candidate,
         flags=flags,
+        candidate_for=_candidate_factory(settings, llm, retrieval, heuristic),
     )
     shadow = ShadowRunner(
         store=store,
@@ -149,6 +146,21 @@ def _llm_client(settings: Settings, given: LLMClient | None, metrics: Metrics) -
     return MeteredLLMClient(client, metrics) if client is not None else None
 
 
+def _candidate_factory(
+    settings: Settings, llm: LLMClient | None, retrieval: RetrievalService, fallback: Controller
+) -> Callable[[str], Controller] | None:
+    """Builds the ReAct controller of a candidate prompt named by the flags file (or settings)."""
+    if llm is None:
+        return None
+    client = llm
+
+    def candidate_for(prompt_id: str) -> Controller:
+        prompt = load_prompt(settings.prompts_dir, prompt_id)
+        return _react_controller(settings, client, retrieval, fallback, prompt)
+
+    return candidate_for
+
+
 def _react_controller(
     settings: Settings,
     llm: LLMClient,
@@ -189,8 +201,10 @@ def _react_controller(
             token_budget=settings.token_budget,
             abstain_below=settings.abstain_below,
             max_output_tokens=settings.llm_max_output_tokens,
+            evaluation_deadline_s=settings.evaluation_deadline_s,
         ),
         atoms=atoms,
+        citation_rules=CitationRules(min_words=settings.citation_min_words),
     )
 
 

@@ -2,8 +2,9 @@
 
 The logic is evaluated in three values (Kleene): a criterion is True when `met`, False when
 `not_met`, unknown when `missing_info` or `uncertain` (or not evaluated), and drops out when
-`not_applicable`. `approve` needs the whole tree to be True; anything else pends for a human.
-The service never denies.
+`not_applicable`. `approve` needs the whole tree to be True and no result whose citations failed
+verification (`invalid_citation`: something tried to pass unverifiable evidence, so a human
+looks); anything else pends for a human. The service never denies.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from reasoning_service.models import (
     LogicNode,
     Not,
     OpenCriterion,
+    ReasonCode,
     Recommendation,
 )
 
@@ -69,10 +71,11 @@ def recommend(
     statuses = {r.criterion_id: r.status for r in results}
     satisfied = evaluate_logic(criteria.logic, statuses) is True
     open_criteria = [_open(criteria, r) for r in results if _is_open(r.status)]
-    if satisfied:
+    invalid = [r for r in results if r.reason_code is ReasonCode.INVALID_CITATION]
+    if satisfied and not invalid:
         return Recommendation.APPROVE, open_criteria, "All required criteria are met."
     missing = [cid for cid in _logic_order(criteria) if cid not in statuses]
-    summary = _pend_summary(open_criteria, missing)
+    summary = _pend_summary(open_criteria, missing, invalid_citations=len(invalid))
     return Recommendation.PEND_FOR_REVIEW, open_criteria, summary
 
 
@@ -104,12 +107,16 @@ def _logic_order(criteria: CriteriaSet) -> list[str]:
     return [c.criterion_id for c in criteria.criteria]
 
 
-def _pend_summary(open_criteria: list[OpenCriterion], not_evaluated: list[str]) -> str:
+def _pend_summary(
+    open_criteria: list[OpenCriterion], not_evaluated: list[str], *, invalid_citations: int = 0
+) -> str:
     counts: dict[str, int] = {}
     for item in open_criteria:
         counts[item.status.value] = counts.get(item.status.value, 0) + 1
     parts = [f"{n} {status}" for status, n in sorted(counts.items())]
     if not_evaluated:
         parts.append(f"{len(not_evaluated)} not evaluated")
+    if invalid_citations:
+        parts.append(f"{invalid_citations} with citations that failed verification")
     detail = ", ".join(parts) if parts else "the policy logic is not satisfied"
     return f"Pended for clinical review: {detail}."

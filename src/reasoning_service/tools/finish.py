@@ -6,7 +6,11 @@ The agent offers `finish` with the other tools (`executor.tool_specs`) but never
 back once, then drop them and lower the confidence) is the agent's policy.
 
 Evidence rule: `met` and `not_met` claim the case shows something, so they stand only on at least
-one verified case quote.
+one verified case quote. A case quote verifies when it is found in a document page or an
+extracted fact (never in the request body's own fields) *and* passes `check_case_quote`: long
+enough, not an instruction planted in the case, not the policy's text, not dated after `as_of`,
+about the criterion's concept. Any citation that fails is a problem; the agent then never keeps a
+decisive status (react_controller.py).
 """
 
 from __future__ import annotations
@@ -18,7 +22,12 @@ from typing import Any
 from reasoning_service.models import CaseEvidence, CriterionStatus, PolicyCitation, ToolCall
 from reasoning_service.models.task import CriterionTask
 from reasoning_service.tools.arguments import check_arguments, validators_for
-from reasoning_service.tools.citations import verify_case_evidence, verify_policy_citation
+from reasoning_service.tools.citations import (
+    CitationRules,
+    check_case_quote,
+    verify_case_evidence,
+    verify_policy_citation,
+)
 
 __all__ = [
     "DECISIVE",
@@ -26,6 +35,7 @@ __all__ = [
     "FINISH_DESCRIPTION",
     "FINISH_PARAMETERS",
     "CheckedFinish",
+    "CitationRules",
     "check_finish",
     "citations_retry_message",
     "parse_finish",
@@ -78,6 +88,7 @@ DECISIVE = frozenset({CriterionStatus.MET, CriterionStatus.NOT_MET})
 """Statuses that claim the case shows something: they stand only on verified case evidence."""
 
 _VALIDATORS = validators_for({FINISH: FINISH_PARAMETERS})
+_DEFAULT_RULES = CitationRules()
 
 
 @dataclass(frozen=True)
@@ -104,7 +115,9 @@ def parse_finish(call: ToolCall) -> dict[str, Any] | str:
     return check_arguments(call, {FINISH: FINISH_PARAMETERS}, _VALIDATORS)
 
 
-def check_finish(task: CriterionTask, call: ToolCall) -> CheckedFinish | str:
+def check_finish(
+    task: CriterionTask, call: ToolCall, rules: CitationRules = _DEFAULT_RULES
+) -> CheckedFinish | str:
     """Parse a `finish` call and verify it against the task's policy and case.
 
     Returns:
@@ -113,7 +126,7 @@ def check_finish(task: CriterionTask, call: ToolCall) -> CheckedFinish | str:
     arguments = parse_finish(call)
     if isinstance(arguments, str):
         return arguments
-    policy_citations, case_evidence, problems = verify_citations(task, arguments)
+    policy_citations, case_evidence, problems = verify_citations(task, arguments, rules)
     status = CriterionStatus(arguments["status"])
     if status in DECISIVE and not case_evidence and not problems:
         problems.append(
@@ -140,7 +153,7 @@ def citations_retry_message(problems: list[str]) -> str:
 
 
 def verify_citations(
-    task: CriterionTask, arguments: dict[str, Any]
+    task: CriterionTask, arguments: dict[str, Any], rules: CitationRules = _DEFAULT_RULES
 ) -> tuple[list[PolicyCitation], list[CaseEvidence], list[str]]:
     """Keep the citations that verify; describe the ones that do not."""
     policy_citations, case_evidence, problems = [], [], []
@@ -162,10 +175,14 @@ def verify_citations(
             field=item.get("field"),
             quote=item["quote"],
         )
-        verified_evidence = verify_case_evidence(task.case, evidence)
+        verified_evidence = verify_case_evidence(task.case, evidence, request_fields=False)
         if verified_evidence is None:
             where = item.get("doc_id") or item.get("field") or "the case"
             problems.append(f"case quote {_short(item['quote'])} is not in {where}")
+            continue
+        unfit = check_case_quote(task.case, task.policy, task.criterion, verified_evidence, rules)
+        if unfit is not None:
+            problems.append(f"case quote {_short(item['quote'])} {unfit}")
         else:
             case_evidence.append(verified_evidence)
     return policy_citations, case_evidence, problems

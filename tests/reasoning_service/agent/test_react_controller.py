@@ -351,3 +351,43 @@ async def test_tree_search_calls_share_the_trace_and_count_in_usage(
     assert result.usage.output_tokens == sum(u.output_tokens for u in recorded)
     assert result.usage.llm_calls == 3
     search_llm.assert_complete()
+
+
+async def test_a_failed_citation_removes_met_whatever_the_confidence(
+    cpap_case, cpap_policy, retrieval
+):
+    """Issue 13: one valid and one made-up quote at confidence 1.0 used to keep `met` (0.7)."""
+    invented = {"doc_id": "psg-1", "page": 2, "quote": "AHI: 44 events/hour"}
+    attack = good_finish(cpap_policy, confidence=1.0, case_evidence=[AHI_CASE, invented])
+    llm = ScriptedLLM([attack, attack])
+    result = await make(llm, retrieval).evaluate(task(cpap_case, cpap_policy))
+    assert result.status is CriterionStatus.UNCERTAIN
+    assert result.reason_code is ReasonCode.INVALID_CITATION
+    assert [e.quote for e in result.case_evidence] == [AHI_CASE["quote"]]
+
+
+async def test_the_deadline_turns_an_open_criterion_uncertain(cpap_case, cpap_policy, retrieval):
+    import asyncio
+
+    async def slow(request):
+        await asyncio.sleep(5)
+        return good_finish(cpap_policy)
+
+    llm = ScriptedLLM([tool_call("facts_get", {"field": "sleep_study.ahi"}), slow])
+    limits = ReActLimits(evaluation_deadline_s=0.3)
+    result = await make(llm, retrieval, limits=limits).evaluate(task(cpap_case, cpap_policy))
+    assert result.status is CriterionStatus.UNCERTAIN
+    assert result.reason_code is ReasonCode.DEADLINE and result.controller == "react"
+    assert result.usage.tool_calls == 1  # the work done before the deadline is kept
+    assert result.usage.latency_ms < 2000
+
+
+async def test_a_task_created_past_the_deadline_makes_no_call(cpap_case, cpap_policy, retrieval):
+    import dataclasses
+    import time
+
+    llm = ScriptedLLM([])
+    stale = dataclasses.replace(task(cpap_case, cpap_policy), created_at=time.monotonic() - 10)
+    limits = ReActLimits(evaluation_deadline_s=5)
+    result = await make(llm, retrieval, limits=limits).evaluate(stale)
+    assert result.reason_code is ReasonCode.DEADLINE and not llm.calls

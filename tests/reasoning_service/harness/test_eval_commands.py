@@ -133,3 +133,59 @@ def test_the_report_renders_in_a_real_browser_with_its_plots_and_no_console_erro
     assert problems == []
     assert len(images) >= 2 and all(width and width > 100 for width in images)
     assert "Summary" in headings
+
+
+@pytest.fixture
+def messy_dataset(dataset: Path) -> Path:
+    """The two good examples, and one of each kind of bad line between them."""
+    good = dataset.read_text().splitlines()
+    example = json.loads(good[0])
+    bad = [
+        '{"example_id": "broken", "case": ',  # not JSON
+        json.dumps({**example, "example_id": "no-such-policy", "policy_id": "NCD-999"}),
+        json.dumps(
+            {**example, "example_id": "bad-case", "case": {"case_id": "x", "facts": []}}
+        ),  # the case fails validation: nothing to evaluate
+        json.dumps({**example, "example_id": "no-such-criterion", "criterion_id": "NCD-240.4/C99"}),
+    ]
+    dataset.write_text("\n".join([good[0], *bad, good[1]]) + "\n")
+    return dataset
+
+
+def test_eval_run_records_invalid_examples_as_error_rows_and_goes_on(
+    messy_dataset, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("REASONING_DB_PATH", str(tmp_path / "db.sqlite"))
+    out = tmp_path / "run"
+    assert main(["eval", "run", "--dataset", str(messy_dataset), "--out", str(out)]) == 0
+
+    rows = {
+        r["example_id"]: r
+        for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())
+    }
+    assert len(rows) == 6
+    assert rows["cpap-dev-001/NCD-240.4/C1"]["error"] is None
+    broken = rows[f"{messy_dataset}:2"]
+    assert broken["invalid"] and "not valid JSON" in broken["error"]
+    assert rows["bad-case"]["invalid"] and "invalid example" in rows["bad-case"]["error"]
+    assert "NCD-999" in rows["no-such-policy"]["error"]
+    assert "C99" in rows["no-such-criterion"]["error"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counts"]["invalid"] == 2  # bad lines: out of the metrics
+    assert summary["counts"]["errors"] == 2  # valid lines that could not be evaluated
+    assert summary["metrics"]["n"] == 4
+
+    # Resuming records nothing twice.
+    assert main(["eval", "run", "--dataset", str(messy_dataset), "--out", str(out)]) == 0
+    assert len((out / "results.jsonl").read_text().splitlines()) == 6
+
+
+def test_eval_run_strict_stops_at_the_first_invalid_line(
+    messy_dataset, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("REASONING_DB_PATH", str(tmp_path / "db.sqlite"))
+    out = tmp_path / "run"
+    code = main(["eval", "run", "--dataset", str(messy_dataset), "--out", str(out), "--strict"])
+    assert code != 0
+    assert "not valid JSON" in capsys.readouterr().err
+    assert not (out / "results.jsonl").exists()

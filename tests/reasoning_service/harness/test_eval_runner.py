@@ -107,7 +107,13 @@ async def test_run_writes_results_summary_and_report(tmp_path: Path) -> None:
     saved = json.loads((tmp_path / "summary.json").read_text())
     assert saved["run_info"]["controller"] == "fake" and saved["run_info"]["prompt_id"] == "p1"
     assert saved["run_info"]["dataset"] == "inline"
-    assert saved["counts"] == {"selected": 6, "evaluated": 6, "resumed": 0, "errors": 0}
+    assert saved["counts"] == {
+        "selected": 6,
+        "evaluated": 6,
+        "resumed": 0,
+        "errors": 0,
+        "invalid": 0,
+    }
     assert summary.metrics.status_accuracy == pytest.approx(3 / 6)
     assert summary.metrics.unsafe_met == 2 and summary.metrics.unsafe_met_denominator == 2
     page = (tmp_path / "report.html").read_text()

@@ -76,3 +76,15 @@ def test_criteria_not_evaluated_keep_the_case_pending():
 
 def test_there_is_no_deny():
     assert {r.value for r in Recommendation} == {"approve", "pend_for_review"}
+
+
+def test_a_failed_citation_anywhere_never_approves():
+    """C3 is an unneeded any_of branch, yet its citation failed: someone tried to pass
+    unverifiable evidence, so a human looks."""
+    from reasoning_service.models import ReasonCode
+
+    given = results(C1=MET, C2=MET, C3=UNCERTAIN, C4=NOT_MET, C5=MET)
+    given[2] = given[2].model_copy(update={"reason_code": ReasonCode.INVALID_CITATION})
+    rec, _, summary = recommend(CRITERIA, given)
+    assert rec is Recommendation.PEND_FOR_REVIEW
+    assert "1 with citations that failed verification" in summary
