@@ -26,6 +26,7 @@ def test_a_slow_provider_meets_the_deadline_not_a_500(tmp_path, cpap_case_json):
             llm_base_url=llm_server.base_url,
             llm_api_key="sk-test-not-a-real-key",
             llm_timeout_s=30,
+            atom_questions=False,  # the loop is what the deadline cuts short
             tree_search="lexical",
             criterion_concurrency=2,  # criteria queue: the deadline counts the wait too
             evaluation_deadline_s=1.5,

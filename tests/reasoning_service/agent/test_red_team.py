@@ -115,6 +115,7 @@ def attacked(tmp_path_factory) -> Iterator[tuple[Attacker, httpx.Client]]:
             llm_api_key="sk-test-not-a-real-key",
             llm_timeout_s=5,
             llm_fallback="uncertain",
+            atom_questions=False,  # the attacks target the ReAct loop's `finish`
             tree_search="lexical",
             max_iterations=2,
             criterion_concurrency=9,

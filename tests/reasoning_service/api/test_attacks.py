@@ -472,6 +472,7 @@ def test_a_custom_format_provider_key_is_masked_in_replies_store_and_logs(tmp_pa
             llm_base_url=provider.base_url,
             llm_api_key=CUSTOM_KEY,
             llm_timeout_s=2,
+            atom_questions=False,
             tree_search="lexical",
             retry_base_s=0.01,
             llm_fallback="uncertain",

@@ -85,6 +85,7 @@ async def test_a_flags_change_between_two_evaluations_swaps_the_candidate_prompt
         prompts_dir=prompts_dir,
         flags_file=flags_path,
         tree_search="lexical",
+        atom_questions=False,  # the candidate prompt is the loop's
     )
     llm = ScriptedLLM([idle_model] * 100)
     services = await build_services(settings, llm=llm)
