@@ -33,8 +33,12 @@ class TraceResponse(BaseModel):
 async def create_evaluation(
     request: EvaluationRequest, services: ServicesDep, caller: CallerDep
 ) -> EvaluationResult:
-    """Evaluate a case bundle against a stored policy; the result is stored before it returns."""
-    return await services.evaluations.evaluate(request, owner=caller.key_id)
+    """Evaluate a case bundle against a stored policy; the result is stored before it returns.
+
+    Only so many evaluations run at once and few wait (service/admission.py): past that the
+    answer is 503 with `Retry-After`, at once, rather than a queue that slows everyone down."""
+    async with services.admission.slot():
+        return await services.evaluations.evaluate(request, owner=caller.key_id)
 
 
 @router.get("/{evaluation_id}", response_model=EvaluationResult)
