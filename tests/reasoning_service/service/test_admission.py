@@ -42,7 +42,7 @@ async def test_a_wait_longer_than_max_wait_is_turned_away_and_leaves_the_queue()
     release, log = asyncio.Event(), []
     holder = asyncio.create_task(hold(admission, release, log, "a"))
     await asyncio.sleep(0)
-    with pytest.raises(Overloaded, match="within 0.05 s"):
+    with pytest.raises(Overloaded, match=r"within 0\.05 s"):
         async with admission.slot():
             pass
     assert admission.state.waiting == 0
