@@ -2,7 +2,8 @@
 
 Three processes, so none shares a GIL: the scripted LLM (`bench.llm_server`, answering after
 `delay_s`), the service (`uvicorn --factory …create_app`, ReAct controller, auth off, its own
-SQLite file), and this client, which fires N one-criterion evaluations at once per level.
+SQLite file, admitting the largest level at once), and this client, which fires N one-criterion
+evaluations at once per level.
 
 Per level: wall time, throughput and its fraction of the ideal (every evaluation takes exactly
 `iterations × delay_s`, all in parallel), p50/p95 latency, errors, and the service's resident
@@ -38,10 +39,11 @@ __all__ = ["run_concurrency"]
 async def run_concurrency(data: BenchData, *, levels: list[int], delay_s: float) -> dict[str, Any]:
     """Run each level in turn against one service process; see the module docstring."""
     examples = data.examples
+    in_flight = max(levels)
     with (
         tempfile.TemporaryDirectory() as tmp,
         _llm_process(delay_s) as (llm_url, llm_pid),
-        _service_process(Path(tmp), llm_url, data.data_dir) as (service_url, pid),
+        _service_process(Path(tmp), llm_url, data.data_dir, in_flight) as (service_url, pid),
     ):
         async with BenchClient(service_url) as client:
             await _evaluate(client, examples[0])  # warm-up: imports, connections, first write
@@ -150,10 +152,13 @@ def _llm_process(delay_s: float) -> Iterator[tuple[str, int]]:
 
 
 def _service_process(
-    tmp: Path, llm_url: str, data_dir: Path
+    tmp: Path, llm_url: str, data_dir: Path, in_flight: int
 ) -> AbstractContextManager[tuple[str, int]]:
+    # LLM-bound evaluations mostly wait on the network: admit every level at once, as a
+    # react deployment would configure it (item 7 measures the CPU-bound default).
     return service_process(
         {
+            "REASONING_MAX_EVALUATIONS_IN_PROGRESS": str(in_flight),
             "REASONING_DB_PATH": str(tmp / "service.db"),
             "REASONING_CONTROLLER": "react",
             "REASONING_LLM_PROVIDER": "openai",

@@ -142,8 +142,10 @@ def service_process(env: dict[str, str]) -> Iterator[tuple[str, int]]:
     command = [
         sys.executable, "-m", "uvicorn", "--factory", "reasoning_service.api.app:create_app",
         "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
-        "--no-access-log", "--backlog", "4096",
+        "--no-access-log", "--backlog", "4096", "--timeout-keep-alive", "60",
     ]  # fmt: skip
+    # keep-alive past uvicorn's 5 s: callers that wait out a Retry-After reuse pooled
+    # connections, and one the server had just closed showed up as a reset (ClientOSError)
     with bench_process(command, env) as process:
         url = f"http://127.0.0.1:{port}"
         wait_until_up(process, f"{url}/healthz")
