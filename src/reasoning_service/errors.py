@@ -16,6 +16,7 @@ The tree follows what the caller can do about it::
     │                              change (409)
     ├── AuthError                  Unauthenticated (401: no or unknown API key),
     │                              Forbidden (403: the key may not do this)
+    ├── Overloaded(retry_after_s)  too many evaluations at once: try again later (503)
     ├── StoreError                 the database failed; nothing half-written was kept
     └── ConfigError                a bug or a bad deployment: never retried, never a fallback
 """
@@ -121,6 +122,15 @@ class Unauthenticated(AuthError):
 
 class Forbidden(AuthError):
     """A known key without the right: another key's evaluation, or an admin-only route: 403."""
+
+
+class Overloaded(ReasoningError):
+    """The service is running as many evaluations as it may and its wait queue is full (or the
+    wait ran out); `retry_after_s` is when a slot is likely free (service/admission.py)."""
+
+    def __init__(self, message: str, *, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class StoreError(ReasoningError):

@@ -117,6 +117,21 @@ class Settings(BaseSettings):
     citation_min_words: int = Field(default=3, ge=1, le=20)
     """Words a case quote needs before a `met`/`not_met` may stand on it."""
 
+    # --- admission (service/admission.py) ----------------------------------------------------
+    max_evaluations_in_progress: int = Field(default=8, ge=1, le=4096)
+    """Evaluations run at once through the API. The conditions controller is CPU-bound and
+    runs on one core at a time (the GIL): 8 keeps both of 2 cores busy (parsing, storage)
+    without making every request wait for all the others. LLM-bound (`react`) evaluations
+    mostly wait on the network: raise it to what the provider's rate limit allows."""
+    max_evaluations_waiting: int = Field(default=16, ge=0, le=65536)
+    """Evaluations that may wait for a slot; beyond it the API answers 503 with Retry-After."""
+    admission_max_wait_s: float = Field(default=5.0, ge=0, le=600)
+    """The longest an evaluation waits for a slot before it is answered 503 with Retry-After."""
+    conditions_threads: int = Field(default=1, ge=1, le=64)
+    """Worker threads of the conditions controller. Its work is pure Python, so more threads
+    add no speed (the GIL) but take the GIL from the event loop more often: with asyncio's
+    default pool (6 threads on 2 cores) /healthz waited hundreds of ms under load."""
+
     # --- retries -----------------------------------------------------------------------------
     retry_max_attempts: int = Field(default=3, ge=0, le=10)
     """Retries after the first try, for transient errors only."""

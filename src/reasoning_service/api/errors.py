@@ -24,6 +24,7 @@ from reasoning_service.errors import (
     Forbidden,
     InvalidInputError,
     NotFoundError,
+    Overloaded,
     PolicyFormatError,
     StoreError,
     Unauthenticated,
@@ -52,7 +53,11 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     413: {"model": ErrorResponse, "description": "The body is larger than the limit."},
     422: {"model": ErrorResponse, "description": "The request is invalid; the message says why."},
     500: {"model": ErrorResponse, "description": "Unexpected; the request id finds the log."},
-    503: {"model": ErrorResponse, "description": "The store is unavailable."},
+    503: {
+        "model": ErrorResponse,
+        "description": "The store is unavailable, or too many evaluations are in progress "
+        "(`overloaded`, with `Retry-After` in seconds).",
+    },
 }
 """The error statuses every /v1 route can return, for the OpenAPI document."""
 
@@ -122,6 +127,12 @@ def install_error_handlers(app: FastAPI) -> None:
         logger.error("store failure", exc_info=exc)
         return _reply(503, "store_unavailable", "the store is unavailable; nothing was written")
 
+    async def overloaded(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, Overloaded)
+        response = _reply(503, "overloaded", str(exc))
+        response.headers["Retry-After"] = str(exc.retry_after_s)
+        return response
+
     async def misconfigured(request: Request, exc: Exception) -> JSONResponse:
         logger.error("configuration error", exc_info=exc)
         return error_reply(500, "misconfigured", str(exc), mask=_mask_of(request))
@@ -153,6 +164,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(InvalidInputError, invalid)
     app.add_exception_handler(PolicyFormatError, bad_policy)
     app.add_exception_handler(StoreError, store_down)
+    app.add_exception_handler(Overloaded, overloaded)
     app.add_exception_handler(ConfigError, misconfigured)
     app.add_exception_handler(ConflictError, conflict)
 

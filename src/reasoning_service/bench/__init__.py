@@ -6,6 +6,7 @@
 4. tokens and LLM calls per criterion, with gpt-4o-mini cost (`service_pass`)
 5. retrieval at 1, 100, 1000 policies (`retrieval_scale`)
 6. side by side with dspy.ReAct (`dspy_compare`)
+7. more evaluations at once than the service admits, with a liveness prober (`load`)
 
 The scripted model is `agent.PolicyAgent`. Results: `bench-results.json` and `bench-results.md`.
 """

@@ -36,6 +36,7 @@ def render_markdown(results: dict[str, Any]) -> str:
     parts += _tokens(results["tokens_per_criterion"])
     parts += _retrieval(results["retrieval_at_scale"])
     parts += _dspy(results["dspy_react_comparison"])
+    parts += _load(results["load"])
     return "\n\n".join(parts) + "\n"
 
 
@@ -169,3 +170,35 @@ def _dspy(section: dict[str, Any]) -> list[str]:
         f"{section['ratio_cost_service_to_dspy']}; LLM calls: "
         f"{section['ratio_llm_calls_service_to_dspy']}.",
     ]
+
+
+def _load(section: dict[str, Any]) -> list[str]:
+    health, ready, idle = section["healthz"], section["readyz"], section["healthz_idle"]
+    return [
+        f"## 7. Load: {section['evaluations']} evaluations at once (conditions controller, "
+        f"client {section['client']})",
+        _table(
+            ["first try accepted / rejected", "served", "wall s", "eval/s", "accepted p50 s",
+             "accepted p95 s", "end to end p50 s", "end to end p95 s", "503/429 in all",
+             "without Retry-After", "other failures"],
+            [(
+                f"{section['first_try_accepted']} / {section['first_try_rejected']}",
+                section["served"], section["wall_s"], section["throughput_per_s"],
+                section["accepted_p50_s"], section["accepted_p95_s"],
+                section["served_end_to_end_p50_s"], section["served_end_to_end_p95_s"],
+                section["rejected_total"], section["rejected_without_retry_after"],
+                section["failed"] or "none",
+            )],
+        ),
+        _table(
+            ["probe", "n", "p50 ms", "p99 ms", "max ms"],
+            [
+                ("/healthz idle", idle["n"], idle["p50_ms"], idle["p99_ms"], idle["max_ms"]),
+                ("/healthz under load", health["n"], health["p50_ms"], health["p99_ms"],
+                 health["max_ms"]),
+                ("/readyz under load", ready["n"], ready["p50_ms"], ready["p99_ms"],
+                 ready["max_ms"]),
+            ],
+        ),
+        f"Probe failures: {section['probe_failures']}; goal: /healthz p99 ≤ 1000 ms.",
+    ]  # fmt: skip

@@ -17,6 +17,7 @@ from reasoning_service.bench.concurrency import run_concurrency
 from reasoning_service.bench.data import BenchData, load_bench_data
 from reasoning_service.bench.dspy_compare import run_dspy_compare, service_side_row
 from reasoning_service.bench.heuristic_latency import run_heuristic_latency
+from reasoning_service.bench.load import run_load
 from reasoning_service.bench.report import render_markdown
 from reasoning_service.bench.retrieval_scale import run_retrieval_scale
 from reasoning_service.bench.service_pass import run_service_pass
@@ -35,6 +36,7 @@ SECTIONS = (
     "tokens_per_criterion",
     "retrieval_at_scale",
     "dspy_react_comparison",
+    "load",
 )
 
 
@@ -47,19 +49,21 @@ class BenchConfig:
     llm_delay_s: float
     retrieval_sizes: tuple[int, ...]
     retrieval_queries: int
+    load_evaluations: int
+    """Callers that ask for an evaluation at the same moment in item 7."""
 
 
 PROFILES = {
-    "full": BenchConfig("full", None, (1, 10, 100, 500), 1.0, (1, 100, 1000), 300),
-    "quick": BenchConfig("quick", 30, (1, 10, 100), 0.5, (1, 100), 100),
-    "smoke": BenchConfig("smoke", 3, (1,), 0.05, (1,), 5),
+    "full": BenchConfig("full", None, (1, 10, 100, 500), 1.0, (1, 100, 1000), 300, 200),
+    "quick": BenchConfig("quick", 30, (1, 10, 100), 0.5, (1, 100), 100, 200),
+    "smoke": BenchConfig("smoke", 3, (1,), 0.05, (1,), 5, 12),
 }
 
 
 async def run_bench(
     config: BenchConfig, *, out_dir: Path, data_dir: Path | None = None, log: Any = print
 ) -> dict[str, Any]:
-    """Run the six benchmarks in order and write the JSON and Markdown results."""
+    """Run the seven benchmarks in order and write the JSON and Markdown results."""
     started = time.perf_counter()
     data = load_bench_data(data_dir)
     examples = data.examples[: config.examples] if config.examples else data.examples
@@ -69,26 +73,30 @@ async def run_bench(
         "data": {**data.describe(), "examples_used": len(examples)},
         "notes": _notes(data),
     }
-    log(f"[1/6 + 4] service pass over {len(examples)} criteria (scripted LLM, no delay)")
+    log(f"[1/7 + 4] service pass over {len(examples)} criteria (scripted LLM, no delay)")
     service = await run_service_pass(data, examples)
     results["overhead_per_iteration"] = service.overhead
     results["tokens_per_criterion"] = service.tokens
-    log("[2/6] heuristic controller latency")
+    log("[2/7] heuristic controller latency")
     results["heuristic_latency"] = await run_heuristic_latency(data, examples)
-    log(f"[3/6] concurrency {list(config.concurrency_levels)} at {config.llm_delay_s} s")
+    log(f"[3/7] concurrency {list(config.concurrency_levels)} at {config.llm_delay_s} s")
     results["concurrency"] = await run_concurrency(
         data, levels=list(config.concurrency_levels), delay_s=config.llm_delay_s
     )
-    log(f"[5/6] retrieval at scale {list(config.retrieval_sizes)}")
+    log(f"[5/7] retrieval at scale {list(config.retrieval_sizes)}")
     results["retrieval_at_scale"] = await run_retrieval_scale(
         data, sizes=list(config.retrieval_sizes), queries=config.retrieval_queries
     )
-    log("[6/6] dspy.ReAct side by side")
+    log("[6/7] dspy.ReAct side by side")
     criterion_results = [r for _, r in service.results]
     service_row = service_side_row(service.tokens, examples, criterion_results, data.labeled)
     settings = Settings()
     prompt = load_prompt(settings.prompts_dir, settings.prompt_id)
     results["dspy_react_comparison"] = await run_dspy_compare(data, examples, prompt, service_row)
+    log(f"[7/7] load: {config.load_evaluations} evaluations at once, /healthz probed")
+    results["load"] = await run_load(
+        evaluations=config.load_evaluations, examples_dir=settings.examples_dir
+    )
     results["elapsed_s"] = round(time.perf_counter() - started, 1)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / RESULTS_JSON).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

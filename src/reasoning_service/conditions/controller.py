@@ -9,15 +9,19 @@ For one criterion:
    atom's evidence to verify against the case, else `uncertain` (`invalid_citation`).
 
 A criterion without conditions is never guessed at: it comes back `uncertain`
-(`no_conditions`). The work is CPU-bound, so it runs in a worker thread, off the event loop.
+(`no_conditions`). The work is CPU-bound, so it runs in a worker thread, off the event loop: the
+given executor's (the service gives it a small one of its own, so the work neither crowds the
+event loop out of the GIL nor queues ahead of other threaded calls), else asyncio's default.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
 from reasoning_service.conditions.atoms import AtomVerdict, evaluate_atom
@@ -64,8 +68,15 @@ class ConditionsController:
 
     name = "heuristic"
 
-    def __init__(self, vocabulary: Vocabulary, *, min_fact_confidence: float = 0.7) -> None:
+    def __init__(
+        self,
+        vocabulary: Vocabulary,
+        *,
+        min_fact_confidence: float = 0.7,
+        executor: Executor | None = None,
+    ) -> None:
         self.vocabulary = vocabulary
+        self._executor = executor
         self.min_fact_confidence = min_fact_confidence
         self.context = ContextReader(vocabulary)
         self._readings: OrderedDict[int, tuple[CaseBundle, CaseReading]] = OrderedDict()
@@ -73,7 +84,11 @@ class ConditionsController:
 
     async def evaluate(self, task: CriterionTask) -> CriterionResult:
         """Decide one criterion (module docstring), in a worker thread."""
-        return await asyncio.to_thread(self.decide, task)
+        if self._executor is None:
+            return await asyncio.to_thread(self.decide, task)
+        context = contextvars.copy_context()
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, context.run, self.decide, task)
 
     def decide(self, task: CriterionTask) -> CriterionResult:
         started = time.perf_counter()

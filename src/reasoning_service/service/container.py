@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from reasoning_service.agent.loop_state import ReActLimits
@@ -22,8 +23,10 @@ from reasoning_service.prompts import Prompt, load_prompt
 from reasoning_service.rollout.flags import FlagSource, RolloutFlags
 from reasoning_service.rollout.routing import Router
 from reasoning_service.rollout.shadow import ShadowRunner
+from reasoning_service.service.admission import Admission
 from reasoning_service.service.evaluation import EvaluationService
 from reasoning_service.service.policies import PolicyService, TreeLimits
+from reasoning_service.service.readiness import Readiness
 from reasoning_service.settings import Settings
 from reasoning_service.store import SqliteStore, Store
 from reasoning_service.tools.citations import CitationRules
@@ -45,6 +48,12 @@ class Services:
     evaluations: EvaluationService
     conditions: ConditionsController
     """The deterministic controller, shared by routing, fallbacks and offline runs."""
+    admission: Admission
+    """How many API evaluations run and wait at once (the CLI and offline runs don't use it)."""
+    readiness: Readiness
+    """/readyz's cached store check."""
+    conditions_threads: ThreadPoolExecutor
+    """Where the conditions controller's CPU-bound work runs (`settings.conditions_threads`)."""
     metrics: Metrics | None = None
     shadow: ShadowRunner | None = None
     llm: LLMClient | None = None
@@ -61,6 +70,7 @@ class Services:
             await self.local_server.aclose()
         await self.retrieval.aclose()
         await self.store.aclose()
+        self.conditions_threads.shutdown(wait=False, cancel_futures=True)
 
 
 async def build_services(
@@ -79,7 +89,10 @@ async def build_services(
     indexed = await policies.index_stored()
     if settings.seed_examples and settings.examples_dir.exists():
         await policies.seed_from_folder(settings.examples_dir)
-    heuristic = conditions_controller(settings)
+    conditions_threads = ThreadPoolExecutor(
+        max_workers=settings.conditions_threads, thread_name_prefix="conditions"
+    )
+    heuristic = conditions_controller(settings, executor=conditions_threads)
     metrics = Metrics()
     local_server = None
     if settings.llm_provider == "local" and settings.llm_base_url is None and llm is None:
@@ -125,6 +138,13 @@ async def build_services(
         router=router,
         evaluations=evaluations,
         conditions=heuristic,
+        admission=Admission(
+            limit=settings.max_evaluations_in_progress,
+            queue=settings.max_evaluations_waiting,
+            max_wait_s=settings.admission_max_wait_s,
+        ),
+        readiness=Readiness(store),
+        conditions_threads=conditions_threads,
         metrics=metrics,
         shadow=shadow,
         llm=llm,
@@ -208,12 +228,17 @@ def _react_controller(
     )
 
 
-def conditions_controller(settings: Settings) -> ConditionsController:
-    """The deterministic controller with the configured vocabulary."""
+def conditions_controller(
+    settings: Settings, *, executor: Executor | None = None
+) -> ConditionsController:
+    """The deterministic controller with the configured vocabulary; it decides in `executor`'s
+    threads (asyncio's default pool when None)."""
     vocabulary = load_vocabulary(
         settings.vocabulary_path if settings.vocabulary_path.exists() else None
     )
-    return ConditionsController(vocabulary, min_fact_confidence=settings.fact_min_confidence)
+    return ConditionsController(
+        vocabulary, min_fact_confidence=settings.fact_min_confidence, executor=executor
+    )
 
 
 def build_controller(

@@ -5,17 +5,21 @@ evaluation may carry an idempotency key, unique per API key, in the same row. Te
 wrote (results, traces, LLM interactions) passes the `SecretMask` before it is stored, so a
 provider that echoes its API key cannot put it on disk.
 
-sqlite3 is blocking, so every call runs in a worker thread behind one lock: the event loop
-never waits on the disk, and the single connection never sees two writers at once.
+sqlite3 is blocking, so every call runs in the store's own worker thread, behind one lock: the
+event loop never waits on the disk, the single connection never sees two writers at once, and a
+store call never queues behind CPU-bound work in the default thread pool (the conditions
+controller's), which under load made every write, key lookup and /readyz wait seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import sqlite3
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -126,6 +130,7 @@ class SqliteStore:
             self._db.execute("PRAGMA synchronous=NORMAL")
         ensure_schema(self._db)
         self._lock = threading.Lock()
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-store")
 
     @property
     def db(self) -> Database:
@@ -133,7 +138,8 @@ class SqliteStore:
         return self._db
 
     async def run(self, operation: Callable[[Database], T]) -> T:
-        """Run `operation(db)` in a worker thread, in a transaction; failures become StoreError."""
+        """Run `operation(db)` in the store's thread, in a transaction; failures become
+        StoreError."""
 
         def locked() -> T:
             with self._lock:
@@ -143,7 +149,13 @@ class SqliteStore:
                 except sqlite3.Error as exc:
                     raise StoreError(f"store operation failed: {exc.__class__.__name__}") from exc
 
-        return await asyncio.to_thread(locked)
+        return await self._in_thread(locked)
+
+    async def _in_thread(self, call: Callable[[], T]) -> T:
+        """`asyncio.to_thread`, on the store's own thread (context variables go along)."""
+        context = contextvars.copy_context()
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._thread, context.run, call)
 
     # --- policies ---------------------------------------------------------------------------
 
@@ -283,7 +295,8 @@ class SqliteStore:
             with self._lock:
                 self._db.close()
 
-        await asyncio.to_thread(close)
+        await self._in_thread(close)
+        self._thread.shutdown(wait=False)
 
 
 _POLICY_EXISTS = "select 1 from policies where policy_id = ? and version = ?"

@@ -22,12 +22,16 @@ async def test_smoke_bench_writes_every_section(tmp_path):
     assert written["overhead_per_iteration"]["iterations"] > 0
     assert all(level["ok"] == level["concurrency"] for level in written["concurrency"]["levels"])
     assert written["tokens_per_criterion"]["total"]["llm_calls"] > 0
+    load = written["load"]
+    assert load["served"] == load["evaluations"] and not load["failed"]
+    assert load["rejected_without_retry_after"] == 0 and load["probe_failures"] == 0
     # examples/ has no labeled set: the dev-set parts say so instead of failing.
     assert written["data"]["labeled"] is False
     assert "skipped" in str(written["tokens_per_criterion"]["accuracy"])
     markdown = (tmp_path / "bench-results.md").read_text()
     assert "## 1. Overhead per ReAct iteration" in markdown
     assert "## 6. Side by side with dspy.ReAct" in markdown
+    assert "## 7. Load" in markdown
 
 
 def test_the_agent_searches_then_reads_the_case_then_finishes():

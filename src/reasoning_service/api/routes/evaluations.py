@@ -57,13 +57,17 @@ async def create_evaluation(
     With an `Idempotency-Key` header (per API key), a retry with the same body returns the
     stored result with 200 and `Idempotent-Replayed: true`; the same key with another body is
     422. Without one, every request is a new evaluation (201).
+
+    Only so many evaluations run at once and few wait (service/admission.py): past that the
+    answer is 503 with `Retry-After`, at once, rather than a queue that slows everyone down.
     """
     async with audited(services, caller, "evaluation.create") as audit:
         audit.status_code = 201
         check_evaluation_limits(request, services.settings)
         idempotency = idempotency_of(idempotency_key, caller.key_id, request)
         if idempotency is None:
-            result = await services.evaluations.evaluate(request, owner=caller.key_id)
+            async with services.admission.slot():
+                result = await services.evaluations.evaluate(request, owner=caller.key_id)
         else:
             async with locks.hold(idempotency.scope):
                 earlier = await services.store.find_idempotent(idempotency.scope)
@@ -78,9 +82,10 @@ async def create_evaluation(
                     response.status_code = status.HTTP_200_OK
                     response.headers["Idempotent-Replayed"] = "true"
                     return earlier.evaluation.result
-                result = await services.evaluations.evaluate(
-                    request, owner=caller.key_id, idempotency=idempotency
-                )
+                async with services.admission.slot():
+                    result = await services.evaluations.evaluate(
+                        request, owner=caller.key_id, idempotency=idempotency
+                    )
         audit.resource = result.evaluation_id
     # The stored copy is masked by the store; the reply gets the same mask.
     return _masked(result, SecretMask(services.settings.secret_values()))
