@@ -120,8 +120,8 @@ def test_a_burst_gets_503_with_retry_after_beyond_the_limit_and_probes_stay_fast
 def test_a_megabyte_unpunctuated_page_is_evaluated_while_healthz_answers(
     tmp_path: Path, cpap_case_json: dict
 ):
-    """About 1 MB of body: under the API's request limit (its default is about 2 MB)."""
-    settings = Settings(db_path=tmp_path / "service.db")
+    """A 1 MB page, allowed explicitly (the default page limit is 100,000 characters)."""
+    settings = Settings(db_path=tmp_path / "service.db", max_page_chars=1_100_000)
     key = new_key(settings.db_path)
     unit = "patient reports loud snoring and daytime sleepiness with pauses in breathing "
     page = (unit * (1_000_000 // len(unit) + 1))[:1_000_000]
