@@ -428,8 +428,13 @@ def _is_short_caps(name: str) -> bool:
     return len(name) <= _SHORT_CAPS and bool(letters) and all(c.isupper() for c in letters)
 
 
+_GAP = r"(?:[\s\-/]+(?:(?!(?:no|not|never|without|non)\b)[A-Za-z'’]+[\s\-/]+){0,2}|[\s\-]*)"
+"""Between the words of a name: nothing, a hyphen, or up to two other words that are not a
+negation, so "reviewed the records" also finds "reviewed his pharmacy records"."""
+
+
 def _alias_regex(name: str) -> str:
     words = [re.escape(word) for word in re.split(r"[\s\-]+", name.strip()) if word]
-    body = r"[\s\-]*".join(words) if len(words) > 1 else (words[0] if words else "")
+    body = _GAP.join(words) if len(words) > 1 else (words[0] if words else "")
     plural = "(?:s|es)?" if name[-1:].isalpha() and not _is_short_caps(name) else "s?"
     return body + plural
