@@ -222,7 +222,7 @@ async def _optimize(services: Services, args: argparse.Namespace, console: Conso
         report = await optimize_prompt(
             base=base,
             controller_for=lambda prompt: build_controller(
-                services, "react", prompt=prompt, fallback=False
+                services, "react", prompt=prompt, fallback=False, loop_only=True
             ),
             reflection_llm=reflection,
             policies=policies,

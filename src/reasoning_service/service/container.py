@@ -249,11 +249,14 @@ def build_controller(
     prompt: Prompt | None = None,
     fallback: bool = True,
     llm: LLMClient | None = None,
+    loop_only: bool = False,
 ) -> Controller:
     """A controller outside the rollout router, for offline runs (eval, bench, optimisation).
 
     `fallback=False` lets LLM failures show as `uncertain` instead of the heuristic's answer,
-    which is what prompt optimisation must see; `llm` replaces the configured client.
+    which is what prompt optimisation must see; `llm` replaces the configured client;
+    `loop_only` runs the ReAct loop even for criteria with conditions (the loop's prompt is what
+    GEPA evolves, so the atom path must not answer for it).
 
     Raises:
         ConfigError: `react` was asked for but no LLM is configured.
@@ -267,6 +270,8 @@ def build_controller(
     settings = services.settings
     if prompt_id is not None:
         settings = settings.model_copy(update={"prompt_id": prompt_id})
+    if loop_only:
+        settings = settings.model_copy(update={"atom_questions": False})
     return _react_controller(
         settings, llm, services.retrieval, heuristic, prompt, fallback=fallback
     )
