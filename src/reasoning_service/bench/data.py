@@ -20,13 +20,13 @@ from reasoning_service.harness.datasets import (
 )
 from reasoning_service.models import CaseBundle, Policy
 from reasoning_service.models.task import CriterionTask
+from reasoning_service.service.examples import load_example_cases
 from reasoning_service.settings import Settings
 
 __all__ = ["BenchData", "BenchExample", "default_data_dir", "load_bench_data"]
 
 _REPO_ROOT = Path(__file__).resolve().parents[3]
 _SHARED_DATA = _REPO_ROOT.parent / "shared" / "data"
-_EXAMPLE_POLICY = "NCD-240.4"
 
 
 def default_data_dir() -> Path:
@@ -86,10 +86,10 @@ def load_bench_data(data_dir: Path | None = None) -> BenchData:
         examples = [_from_labeled(e) for e in labeled]
         return BenchData(root, policies, markdown, examples, labeled=True)
     examples = []
-    for path in sorted((root / "cases").glob("*.json")):
-        case = CaseBundle.model_validate_json(path.read_text(encoding="utf-8"))
+    for example in load_example_cases(root):
+        case = CaseBundle.model_validate_json((root / "cases" / example.file).read_bytes())
         for policy in policies.values():
-            if policy.criteria is None or not _requests(case, policy):
+            if policy.criteria is None or policy.policy_id != example.policy_id:
                 continue
             examples += [
                 BenchExample(
@@ -114,8 +114,3 @@ def _from_labeled(example: LabeledExample) -> BenchExample:
         example.criterion_id,
         example.gold_status.value,
     )
-
-
-def _requests(case: CaseBundle, policy: Policy) -> bool:
-    """The bundled example case is a CPAP request: pair it with the CPAP policy."""
-    return policy.policy_id == _EXAMPLE_POLICY

@@ -2,7 +2,7 @@
 
 Two processes: the service (`uvicorn --factory …create_app`, the conditions controller, offline,
 auth off, its own SQLite file) and this client. N callers each send a full evaluation of the
-bundled example case (every criterion of NCD-240.4) at the same moment; a caller turned away
+bundled example case (every criterion of its policy) at the same moment; a caller turned away
 (503/429) waits its `Retry-After` (plus jitter) and tries again, as a well-behaved client
 would. Meanwhile a prober asks `/healthz` and `/readyz` every 100 ms (each waits for its answer
 first) over connections of its own.
@@ -28,12 +28,11 @@ import httpx
 
 from reasoning_service.bench.live import BenchClient, cpu_s, service_process
 from reasoning_service.bench.stats import percentile, summarise_ms
+from reasoning_service.service.examples import load_example_cases
 
-__all__ = ["LOAD_CASE", "LOAD_POLICY", "run_load"]
+__all__ = ["run_load"]
 
-LOAD_CASE = Path("cases") / "cpap-example-001.json"
 """The bundled example case, under the examples folder."""
-LOAD_POLICY = "NCD-240.4"
 _PROBE_EVERY_S = 0.1
 _IDLE_PROBES = 20
 _ATTEMPTS = 30
@@ -47,8 +46,9 @@ async def run_load(
     """Fire `evaluations` at once at a fresh service process; see the module docstring.
 
     `service_env` adds settings to the service (`REASONING_MAX_EVALUATIONS` …)."""
-    case = json.loads((examples_dir / LOAD_CASE).read_text(encoding="utf-8"))
-    body = {"case": case, "policy_id": LOAD_POLICY}
+    example = load_example_cases(examples_dir)[0]
+    case = json.loads((examples_dir / "cases" / example.file).read_text(encoding="utf-8"))
+    body = {"case": case, "policy_id": example.policy_id}
     with tempfile.TemporaryDirectory() as tmp:
         env = {
             "REASONING_DB_PATH": str(Path(tmp) / "service.db"),
@@ -67,8 +67,8 @@ async def run_load(
                 row["service_cpu_s"] = round(cpu_s(pid) - cpu_before, 2)
     row["healthz_idle"] = summarise_ms(idle)
     return {
-        "what": f"{evaluations} evaluations of {LOAD_CASE.name} against every criterion of "
-        f"{LOAD_POLICY} at once (conditions controller), /healthz and /readyz probed every "
+        "what": f"{evaluations} evaluations of {example.file} against every criterion of "
+        f"{example.policy_id} at once (conditions controller), /healthz and /readyz probed every "
         f"{_PROBE_EVERY_S} s",
         "evaluations": evaluations,
         "client": client.kind,

@@ -30,6 +30,7 @@ from reasoning_service.models import (
     SourceFormat,
 )
 from reasoning_service.service.container import Services, build_services
+from reasoning_service.service.examples import load_example_cases
 from reasoning_service.settings import Settings
 from reasoning_service.store.comparisons import shadow_report
 from reasoning_service.store.keys import (
@@ -39,10 +40,6 @@ from reasoning_service.store.keys import (
     rotate_api_key,
 )
 from retrieval.tree import walk
-
-_DEMO_CASE = "cpap-example-001.json"
-_DEMO_POLICY = "NCD-240.4"
-_DEMO_LOCAL_CRITERIA = ("NCD-240.4/C1", "NCD-240.4/C5")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -226,7 +223,8 @@ def _demo_settings(settings: Settings) -> Settings:
 
 async def _demo(services: Services, args: argparse.Namespace, console: Console) -> int:
     settings = services.settings
-    case_path = settings.examples_dir / "cases" / _DEMO_CASE
+    demo = load_example_cases(settings.examples_dir)[0]
+    case_path = settings.examples_dir / "cases" / demo.file
     local = settings.llm_provider == "local"
     if local:
         how = (
@@ -242,9 +240,9 @@ async def _demo(services: Services, args: argparse.Namespace, console: Console) 
         )
     else:
         how = f"controller {services.router.mode} with {settings.llm_provider}"
-    console.print(f"Evaluating {case_path.name} against {_DEMO_POLICY} with {how}.")
-    args.case, args.policy, args.policy_version, args.json = case_path, _DEMO_POLICY, None, False
-    args.criteria = list(_DEMO_LOCAL_CRITERIA) if local else None
+    console.print(f"Evaluating {case_path.name} against {demo.policy_id} with {how}.")
+    args.case, args.policy, args.policy_version, args.json = case_path, demo.policy_id, None, False
+    args.criteria = list(demo.demo_criteria) if local and demo.demo_criteria else None
     code = await _evaluate(services, args, console)
     console.print(
         f"Stored in {settings.db_path}. Reasoning trace: "

@@ -107,7 +107,7 @@ class Snippet:
 
     id: str
     source: str
-    """Where it is from: `note-1 p.2` or `fact cardiology.lvef`."""
+    """Where it is from: `note-1 p.2` or `fact labs.hba1c`."""
     text: str
     evidence: CaseEvidence
     """Verbatim case text (with offsets, for document sentences) the id resolves to."""

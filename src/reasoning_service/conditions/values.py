@@ -171,7 +171,7 @@ def parse_measured(text: str, vocabulary: Vocabulary) -> list[Measured]:
 
 
 def measured_near(text: str, start: int, end: int, vocabulary: Vocabulary) -> list[Measured]:
-    """Values that belong to the name at `text[start:end]`: right after it ("LVEF 30%",
+    """Values that belong to the name at `text[start:end]`: right after it ("HbA1c 7.2%",
     "EF of 25-30 %") or, failing that, right before it ("54-year-old", "12 visits")."""
     values = parse_measured(text, vocabulary)
     after = [

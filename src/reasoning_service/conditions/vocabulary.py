@@ -22,8 +22,8 @@ _NON_WORD = re.compile(r"[^0-9a-z]+")
 def normalise_words(text: str) -> tuple[str, ...]:
     """Words of a field name or alias: camelCase, dots, underscores, digits and case folded.
 
-    `echoEF` -> (echo, ef); `lv_ejection_fraction` -> (lv, ejection, fraction); `PHQ-9` and
-    `phq9Total` -> (phq, 9) and (phq, 9, total).
+    `echoEF` -> (echo, ef); `lv_ejection_fraction` -> (lv, ejection, fraction); `GAD-7` and
+    `gad7Total` -> (gad, 7) and (gad, 7, total).
     """
     return tuple(word for word in _NON_WORD.split(_CAMEL.sub(" ", text).lower()) if word)
 

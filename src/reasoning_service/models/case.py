@@ -124,6 +124,6 @@ class CaseBundle(_Contract):
 
 
 def _codes_text(codes: list[Code]) -> str | None:
-    """`HCPCS E0601; ICD-10-CM G47.33 Obstructive sleep apnea`, or None without codes."""
+    """`CPT 43775; ICD-10-CM E11.9 Type 2 diabetes mellitus`, or None without codes."""
     parts = [" ".join(filter(None, (c.system, c.code, c.display))) for c in codes]
     return "; ".join(parts) or None

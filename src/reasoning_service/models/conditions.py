@@ -69,7 +69,7 @@ class _Concept(_Strict):
     aliases: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
         default_factory=list, max_length=100
     )
-    """Other names for it in field names and text ("LVEF", "ejection fraction", "EF")."""
+    """Other names for it in field names and text ("HbA1c", "A1c", "glycated hemoglobin")."""
 
     @property
     def names(self) -> list[str]:
@@ -79,9 +79,9 @@ class _Concept(_Strict):
 
 class _AtomBase(_Concept):
     id: str = Field(pattern=_ATOM_ID)
-    """Short id, unique within the criterion (`lvef`, `nyha_class`)."""
+    """Short id, unique within the criterion (`hba1c`, `stage`)."""
     label: str = Field(min_length=1, max_length=300)
-    """The atom as one short checkable statement, shown to reviewers ("LVEF ≤ 35%")."""
+    """The atom as one short checkable statement, shown to reviewers ("HbA1c ≥ 6.5%")."""
     question: str | None = Field(default=None, max_length=500)
     """A narrow yes/no question for the LLM; defaults to one built from `label`."""
 
@@ -168,7 +168,7 @@ class TimeWindowAtom(_AtomBase):
 
 
 class CategoryAtom(_AtomBase):
-    """The concept's value is one of a set (NYHA II–III, initial vs renewal, device type)."""
+    """The concept's value is one of a set (a stage or class, initial vs renewal, device type)."""
 
     kind: Literal["category"]
     values: dict[str, list[Annotated[str, Field(min_length=1)]]] = Field(min_length=1)

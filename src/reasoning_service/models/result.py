@@ -92,7 +92,7 @@ class AtomResult(_Contract):
     """`quantity`, `finding`, `time_window` or `category`."""
     state: AtomState
     note: str = ""
-    """What was found, in a few words ("LVEF 30 percent ≤ 35")."""
+    """What was found, in a few words ("HbA1c 7.2 percent ≥ 6.5")."""
     evidence: list[CaseEvidence] = Field(default_factory=list)
     decided_by: str = "code"
     """`code`, or `model` when the LLM answered the atom's question."""
