@@ -20,6 +20,7 @@ from reasoning_service.conditions.case_reading import CaseReading, FactView, Men
 from reasoning_service.conditions.units import convert
 from reasoning_service.conditions.values import (
     Measured,
+    duration_right_after,
     find_dates,
     find_durations,
     measured_near,
@@ -576,6 +577,9 @@ def _timing_near(mention: Mention, reading: CaseReading, reference: dt.date) -> 
     for days, start, end in find_durations(sentence.text):
         distance = min(abs(start - mention.end), abs(mention.start - end))
         candidates.append((distance, days + (reference - written).days))
+    right_after = duration_right_after(sentence.text, mention.end)
+    if right_after is not None:
+        candidates.append((0, right_after[0] + (reference - written).days))
     if not candidates:
         return None
     return min(candidates)[1]

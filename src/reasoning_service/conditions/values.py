@@ -18,6 +18,7 @@ from reasoning_service.conditions.vocabulary import Vocabulary
 __all__ = [
     "Measured",
     "TimePoint",
+    "duration_right_after",
     "find_dates",
     "find_durations",
     "measured_near",
@@ -78,6 +79,8 @@ _DATE_PATTERNS = (
     (re.compile(rf"\b(\d{{1,2}})\s+({_MONTH})\.?,?\s+(\d{{4}})\b", re.I), "dMy"),
     (re.compile(rf"\b({_MONTH})\.?,?\s+(\d{{4}})\b", re.I), "My"),
     (re.compile(r"(?<!\d)(\d{1,2})/(\d{4})(?!\d)"), "my"),
+    (re.compile(r"(?<![\d/-])(\d{4})-(\d{1,2})(?![\d-])"), "ym"),
+    (re.compile(r"\b(?:since|in|from|onset|began|started)\s+(\d{4})\b(?![-/])", re.I), "y"),
 )
 _SPAN_UNITS = r"(days?|d|weeks?|wks?|months?|mos?|years?|yrs?)"
 _AMOUNT = rf"({_NUM}|{'|'.join(_NUMBER_WORDS)}|a|an)"
@@ -223,6 +226,22 @@ def find_durations(text: str) -> list[tuple[float, int, int]]:
     return found
 
 
+_RIGHT_AFTER = re.compile(
+    rf"[\s:(,~≈x×-]{{0,4}}(?:about\s+|approximately\s+|approx\.?\s+)?"
+    rf"{_AMOUNT}\+?[\s-]*{_SPAN_UNITS}\b",
+    re.I,
+)
+
+
+def duration_right_after(text: str, position: int) -> tuple[float, int, int] | None:
+    """A bare duration standing right after a name ("LBP ~10 wks", "pain 4 months"), in days."""
+    match = _RIGHT_AFTER.match(text, position)
+    if match is None:
+        return None
+    days = _amount(match.group(1)) * _DAYS_PER[match.group(2)[0].lower()]
+    return days, match.start(), match.end()
+
+
 def is_since(text: str, date_start: int) -> bool:
     """Whether the date at `date_start` is an onset ("since 2025-11-01", "began in March")."""
     return _SINCE.search(text[max(0, date_start - 40) : date_start]) is not None
@@ -245,6 +264,11 @@ def _to_date(groups: tuple[str | None, ...], order: str) -> dt.date | None:
                 return dt.date(int(groups[1]), _MONTHS[groups[0].lower()], 15)
             case "my":
                 return dt.date(int(groups[1]), int(groups[0]), 15)
+            case "ym":
+                return dt.date(int(groups[0]), int(groups[1]), 15)
+            case "y":
+                year = int(groups[0])
+                return dt.date(year, 7, 1) if 1900 <= year <= 2100 else None
     except (ValueError, KeyError, TypeError):
         return None
     return None

@@ -35,7 +35,9 @@ class ContextCue(BaseModel):
 
     literal: str = Field(min_length=1)
     category: Literal["NEGATED_EXISTENCE", "HYPOTHETICAL", "POSSIBLE_EXISTENCE", "FAMILY"]
-    direction: Literal["FORWARD", "BACKWARD", "BIDIRECTIONAL"]
+    direction: Literal["FORWARD", "BACKWARD", "BIDIRECTIONAL", "TERMINATE"]
+    """`TERMINATE` ends the scope of earlier cues of the category (and, being longer, keeps a
+    shorter cue inside it from firing: "not elsewhere classified" is not a negation)."""
     max_scope: int | None = Field(default=None, ge=1, le=50)
     """Tokens the cue reaches; the whole sentence when unset."""
 
