@@ -31,7 +31,7 @@ __all__ = ["CaseReading", "ContextReader", "FactView", "Mention", "Sentence", "S
 _STANCES_KEPT = 50_000
 MAX_SENTENCE_CHARS = 400
 """Longer runs of text are cut at whitespace, so no scan is quadratic in a page."""
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+_SENTENCE_END = re.compile(r"(?<=[.!?;])[\"'”’)\]]?\s+|\n+")
 _SHORT_CAPS = 4
 """An alias this short written in capitals ("MI", "VT") matches only in capitals in text."""
 

@@ -62,6 +62,9 @@ _FILLER = re.compile(
     r"ratio|level|percent(?:age)?)[\s:=~(,\-]*){0,5}$",
     re.IGNORECASE,
 )
+_PART_OF_WHOLE = re.compile(
+    rf"(?<![\w.])\d+\s*(?:of|/)\s*\d+(?:\s+[A-Za-z]+){{0,2}}\s*\(\s*({_NUM})\s*%\s*\)"
+)
 _FEET_INCHES = re.compile(
     r"(\d)\s*(?:'|’|ft|feet|foot)\s*(\d{1,2}(?:\.\d+)?)\s*(?:\"|”|''|in(?:ches)?)?",
     re.IGNORECASE,
@@ -141,7 +144,7 @@ def _amount(text: str) -> float:
 def _unit_after(text: str, position: int, vocabulary: Vocabulary) -> tuple[str | None, int]:
     """The unit spelled right after a number, longest spelling first; (None, position) if none."""
     rest = text[position : position + 24]
-    stripped = rest.lstrip()
+    stripped = rest.lstrip(" \t-")  # "6-month", "12 weeks"
     offset = position + len(rest) - len(stripped)
     lowered = stripped.lower()
     for spelling in sorted(vocabulary.unit_spellings, key=len, reverse=True):
@@ -157,6 +160,11 @@ def parse_measured(text: str, vocabulary: Vocabulary) -> list[Measured]:
     """Every number or range in `text` with its unit (feet and inches become inches)."""
     found: list[Measured] = []
     covered = [(point.start, point.end) for point in find_dates(text, None)]
+    for match in _PART_OF_WHOLE.finditer(text):
+        # "49 of 84 nights (58%)": the share is the value, not the counts it comes from.
+        share = _number(match.group(1))
+        found.append(Measured(share, share, "percent", match.start(), match.end()))
+        covered.append(match.span())
     for match in _FEET_INCHES.finditer(text):
         inches = int(match.group(1)) * 12 + _number(match.group(2))
         found.append(Measured(inches, inches, "inch", match.start(), match.end()))
