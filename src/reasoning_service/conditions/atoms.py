@@ -337,6 +337,11 @@ class _Value:
     text: str
     trusted: bool
     date: dt.date | None
+    approximate: bool = False
+
+
+_NEAR_THRESHOLD = 0.05
+"""An estimate ("BMI ~35") this close to the threshold (as a share of it) decides nothing."""
 
 
 def _quantity(
@@ -355,7 +360,8 @@ def _quantity(
     for value in values:
         low_ok, high_ok = compare(value.low, atom.value), compare(value.high, atom.value)
         says = _Says.HOLDS if low_ok and high_ok else _Says.FAILS
-        if low_ok != high_ok:
+        near = abs(value.low - atom.value) <= _NEAR_THRESHOLD * abs(atom.value)
+        if low_ok != high_ok or (value.approximate and near):
             says = _Says.VAGUE
         shown = (
             _number(value.low)
@@ -374,6 +380,8 @@ def _values(
     other = tuple(concept.not_when) if isinstance(concept, QuantityAtom) else ()
     values: list[_Value] = []
     for view in reading.facts_named(names):
+        if other and reading.find_in(" ".join(view.words), other):
+            continue  # `residualAHI`, `goal_weight`: another measurement of the same name
         for measured in _fact_measures(view, reading):
             converted = measured.in_unit(unit)
             if converted is not None:
@@ -384,6 +392,7 @@ def _values(
                         view.fact.field,
                         _trusted(view, min_confidence),
                         view.date,
+                        measured.approximate,
                     )
                 )
     for mention in _about(reading.mentions(names)):
@@ -395,10 +404,23 @@ def _values(
         ):
             converted = measured.in_unit(unit)
             if converted is not None:
+                date = _measured_on(sentence.text, measured, sentence.date or reading.as_of)
                 values.append(
-                    _Value(*converted, sentence.evidence(), mention.text, True, sentence.date)
-                )
+                    _Value(
+                        *converted, sentence.evidence(), mention.text, True,
+                        date or sentence.date, measured.approximate,
+                    )
+                )  # fmt: skip
     return values
+
+
+def _measured_on(text: str, measured: Measured, written: dt.date) -> dt.date | None:
+    """The date a sentence gives its value ("EF 55% (2021)", "LVEF 30% on 2026-01-05"), if any:
+    for `select: latest`, an old value quoted in a new note is still old."""
+    points = [p for p in find_dates(text, written) if abs(p.start - measured.end) <= 30]
+    if not points:
+        return None
+    return min(points, key=lambda p: abs(p.start - measured.end)).date
 
 
 def _qualified(mention: Mention, words: tuple[str, ...], reading: CaseReading) -> bool:

@@ -62,6 +62,10 @@ _FILLER = re.compile(
     r"ratio|level|percent(?:age)?)[\s:=~(,\-]*){0,5}$",
     re.IGNORECASE,
 )
+_APPROXIMATE = re.compile(
+    r"(?:~|≈|\b(?:about|approx\.?|approximately|around|roughly|nearly|almost|circa|ca\.))\s*$",
+    re.I,
+)
 _PART_OF_WHOLE = re.compile(
     rf"(?<![\w.])\d+\s*(?:of|/)\s*\d+(?:\s+[A-Za-z]+){{0,2}}\s*\(\s*({_NUM})\s*%\s*\)"
 )
@@ -108,11 +112,13 @@ class Measured:
     unit: str | None
     start: int
     end: int
+    approximate: bool = False
+    """Written as an estimate ("~35", "about 35", "approximately 35")."""
 
     def in_unit(self, unit: str) -> tuple[float, float] | None:
         """The value in `unit`; a unitless value is taken as already in it."""
         if self.unit is None:
-            if unit == "percent" and self.high <= 1.0:
+            if unit == "percent" and self.high <= 1.0 and not self.approximate:
                 return self.low * 100, self.high * 100
             return self.low, self.high
         low, high = convert(self.low, self.unit, unit), convert(self.high, self.unit, unit)
@@ -177,7 +183,12 @@ def parse_measured(text: str, vocabulary: Vocabulary) -> list[Measured]:
         low = _number(match.group(1))
         high = _number(match.group(2)) if match.group(2) else low
         unit, end = _unit_after(text, match.end(), vocabulary)
-        found.append(Measured(min(low, high), max(low, high), unit, match.start(), end))
+        approximate = _APPROXIMATE.search(text[max(0, match.start() - 16) : match.start()])
+        found.append(
+            Measured(
+                min(low, high), max(low, high), unit, match.start(), end, approximate is not None
+            )
+        )
     return sorted(found, key=lambda m: m.start)
 
 
