@@ -646,6 +646,9 @@ _DATE_LINKS = frozenset(
         "by",
         "until",
         "to",
+        "mid",
+        "early",
+        "late",
     ]
 )
 
@@ -662,7 +665,7 @@ def _date_of(mention: Mention, date_start: int) -> bool:
     word_end = date_start - (len(lead.group(0)) - len(lead.group(1)))
     if mention.start < word_end <= mention.end:
         return True
-    return lead.group(1).lower() in _DATE_LINKS
+    return lead.group(1).lower().rstrip("-") in _DATE_LINKS
 
 
 def _fact_elapsed(

@@ -151,11 +151,15 @@ class ContextReader:
 
         A "Label: content" line is read twice: the content alone decides negation (ConText's
         backward ": no" cue would otherwise swallow "PSH: No spine surgery"), the whole line
-        decides family, hypothetical and possible ("Family history: stroke").
+        decides family, hypothetical and possible ("Family history: stroke"). Forms are read as
+        forms: a name that is itself the label takes its stance from the value after it
+        ("GERD: denies", "Risk-benefit review: not completed", "SDM: deferred"), and an
+        unchecked box before a name ("[ ] degree verified") is no statement that it is so.
         """
         whole = self._read(text, spans)
         stances: list[Stance] = []
         for (start, end), line in zip(spans, whole, strict=True):
+            line = line | _form_stance(text, start, end)
             label_end = _label_end(text, start)
             if label_end == 0:
                 stances.append(line)
@@ -200,6 +204,34 @@ class ContextReader:
             _stance_of(by_start.get(entity.start_char) if entity is not None else None)
             for entity in entities
         ]
+
+
+_VALUE_NEGATES = re.compile(
+    r"\s*(?:no\b|none\b|denie[sd]\b|negative\b|absent\b|not\b|never\b|declined\b|n/?a\b"
+    r"|without\b|nil\b)",
+    re.I,
+)
+_VALUE_DEFERS = re.compile(
+    r"\s*(?:deferred|pending|requested|to be\b|planned|scheduled|incomplete|awaiting|tbd\b"
+    r"|not yet\b)",
+    re.I,
+)
+_UNCHECKED = re.compile(r"(?:\[\s\]|☐|\(\s\))[\s\-]*$")
+
+
+def _form_stance(text: str, start: int, end: int) -> Stance:
+    """What a form line says about a name: its value ("X: denies") or its unchecked box."""
+    if _UNCHECKED.search(text[max(0, start - 8) : start]):
+        return Stance(hypothetical=True)
+    colon = text.find(":", end)
+    if colon < 0 or colon - end > 60 or ":" in text[start:end] or "." in text[end:colon]:
+        return Stance()
+    value = text[colon + 1 :]
+    if _VALUE_DEFERS.match(value):
+        return Stance(hypothetical=True)
+    if _VALUE_NEGATES.match(value):
+        return Stance(negated=True)
+    return Stance()
 
 
 def _label_end(text: str, start: int) -> int:

@@ -293,11 +293,21 @@ def _to_date(groups: tuple[str | None, ...], order: str) -> dt.date | None:
     return None
 
 
+_BARE_MONTH = re.compile(
+    rf"\b(?:since|in|from|(mid|early|late))(?:[\s-]+(mid|early|late))?[\s-]+({_MONTH})\b"
+    r"(?!\.?,?\s*\d)",
+    re.I,
+)
+_PART_OF_MONTH = {"early": 5, "mid": 15, "late": 25}
+
+
 def month_only(text: str, today: dt.date) -> list[TimePoint]:
-    """A bare month ("since March") as its latest occurrence on or before `today`."""
+    """A bare month ("since March", "mid-December") as its latest occurrence before `today`."""
     points: list[TimePoint] = []
-    for match in re.finditer(rf"\b(?:since|in|from)\s+({_MONTH})\b(?!\.?,?\s*\d)", text, re.I):
-        month = _MONTHS[match.group(1).lower()]
+    for match in _BARE_MONTH.finditer(text):
+        month = _MONTHS[match.group(3).lower()]
+        part = (match.group(2) or match.group(1) or "").lower()
         year = today.year if month <= today.month else today.year - 1
-        points.append(TimePoint(dt.date(year, month, 1), match.start(1), match.end(1)))
+        day = _PART_OF_MONTH.get(part, 1)
+        points.append(TimePoint(dt.date(year, month, day), match.start(3), match.end(3)))
     return points
