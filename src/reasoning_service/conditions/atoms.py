@@ -193,7 +193,10 @@ def _settle(observations: list[_Observation]) -> AtomVerdict:
     if len(says) > 1:
         return _verdict(AtomState.CONFLICTING, trusted, "sources disagree")
     if weak:
-        return _verdict(AtomState.CONFLICTING, weak, "only low-confidence facts")
+        # A doubtful fact alone is no evidence: nothing in the record backs it (gold labels
+        # follow the documents), so the criterion asks for documentation.
+        verdict = _verdict(AtomState.NO_EVIDENCE, weak, "only low-confidence facts")
+        return AtomVerdict(verdict.state, verdict.note, [])
     vague = [o for o in observations if o.says is _Says.VAGUE]
     if vague:
         return _verdict(AtomState.CONFLICTING, vague, "only vague or uncertain mentions")
@@ -348,6 +351,8 @@ def _quantity(
     atom: QuantityAtom, reading: CaseReading, min_confidence: float
 ) -> list[_Observation]:
     values = _values(atom, atom.unit, reading, min_confidence)
+    if atom.prefer == "facts" and any(v.trusted and v.evidence.field for v in values):
+        values = [v for v in values if v.evidence.field]
     if atom.derive is not None:
         values += _derived(atom.derive, atom.unit, reading, min_confidence)
     if atom.select == "latest":
@@ -424,11 +429,14 @@ def _measured_on(text: str, measured: Measured, written: dt.date) -> dt.date | N
 
 
 def _qualified(mention: Mention, words: tuple[str, ...], reading: CaseReading) -> bool:
-    """Whether one of `words` stands right before the mention ("Residual AHI")."""
+    """Whether one of `words` stands right before the mention ("Residual AHI") or in the title
+    of its document ("CPAP download report")."""
     if not words:
         return False
     before = mention.sentence.text[max(0, mention.start - 30) : mention.start]
-    return bool(reading.find_in(before, words))
+    document = reading.case.document(mention.sentence.doc_id)
+    title = document.title if document is not None else ""
+    return bool(reading.find_in(before, words) or reading.find_in(title, words))
 
 
 def _fact_measures(view: FactView, reading: CaseReading) -> list[Measured]:

@@ -128,7 +128,11 @@ class QuantityAtom(_AtomBase):
     """`all`: every value found must agree; `latest`: the value of the latest dated source."""
     not_when: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
     """Words that mark another measurement of the same name when they stand right before the
-    name in a sentence (`residual` AHI on treatment, `goal` weight): such values are ignored."""
+    name in a sentence, in a fact's name or in the document's title (`residual` AHI on
+    treatment, `goal` weight, a `download` report): such values are ignored."""
+    prefer: Literal["all", "facts"] = "all"
+    """`facts`: when a trusted fact (or the demographics) gives the value, text values are not
+    read (an age is the patient's; "appendectomy age 15" in a history is another age)."""
 
 
 class FindingAtom(_AtomBase):

@@ -166,9 +166,17 @@ def test_a_fact_from_another_document_that_disagrees_is_a_conflict(read):
     assert state(EF, case, read) is C
 
 
-def test_a_low_confidence_fact_alone_is_not_enough(read):
+def test_a_low_confidence_fact_alone_is_no_evidence(read):
     case = make_case("Follow-up.", facts=[{"field": "lvef", "value": 30, "confidence": 0.4}])
-    assert state(EF, case, read) is C
+    assert state(EF, case, read) is N
+
+
+def test_a_low_confidence_fact_casts_doubt_on_holds_but_not_on_fails(read):
+    doubtful = {"field": "lvef", "value": 30, "confidence": 0.4}
+    assert state(EF, make_case("Echo: LVEF 30%.", facts=[doubtful]), read) is H
+    assert state(EF, make_case("Echo: LVEF 45%.", facts=[doubtful]), read) is F
+    against = {"field": "lvef", "value": 45, "confidence": 0.4}
+    assert state(EF, make_case("Echo: LVEF 30%.", facts=[against]), read) is C
 
 
 def test_bmi_is_derived_from_weight_and_height_in_any_units(read):
