@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from reasoning_service.conditions.vocabulary import Vocabulary, normalise_words
 from reasoning_service.models import CaseBundle, CaseEvidence, Fact
+from reasoning_service.tools.citations import is_instruction_like
 
 if TYPE_CHECKING:
     from medspacy.context import ConText
@@ -283,6 +284,8 @@ class CaseReading:
         for document in case.documents:
             for number, page in enumerate(document.pages, start=1):
                 for start, end in _sentence_spans(page):
+                    if is_instruction_like(page[start:end]):
+                        continue  # addressed to a reviewer or an AI: data, never evidence
                     sentences.append(
                         Sentence(
                             len(sentences),
