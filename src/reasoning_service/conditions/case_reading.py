@@ -209,12 +209,11 @@ class ContextReader:
 
 _VALUE_NEGATES = re.compile(
     r"\s*(?:no\b|none\b|denie[sd]\b|negative\b|absent\b|not\b|never\b|declined\b|n/?a\b"
-    r"|without\b|nil\b)",
+    r"|without\b|nil\b|deferred\b|incomplete\b)",
     re.I,
 )
 _VALUE_DEFERS = re.compile(
-    r"\s*(?:deferred|pending|requested|to be\b|planned|scheduled|incomplete|awaiting|tbd\b"
-    r"|not yet\b)",
+    r"\s*(?:pending|requested|to be\b|planned|scheduled|awaiting|tbd\b)",
     re.I,
 )
 _UNCHECKED = re.compile(r"(?:\[\s\]|☐|\(\s\))[\s\-]*$")
