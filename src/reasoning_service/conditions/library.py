@@ -1,9 +1,12 @@
 """Reviewed conditions that travel with a criterion's exact wording.
 
-Conditions are reviewed once per criterion (docs/conditions.md). A criteria set that arrives
-without them — uploaded by a client, or read from a data folder such as `shared/data` — gets
+Conditions are reviewed once per criterion (docs/conditions.md). A criteria set — uploaded by
+a client, read from a data folder such as `shared/data`, or stored by an earlier release — gets
 the reviewed conditions of the same policy id, version and criterion id, but only when the
 criterion's text is identical: a reworded criterion is a new criterion and needs its own review.
+The library is the reviewed source of truth: a revised review of the same criterion replaces
+what an older copy carried (a policy version's text never changes; its review may improve).
+Criteria the library does not know keep their own conditions.
 """
 
 from __future__ import annotations
@@ -47,12 +50,12 @@ class ConditionsLibrary:
         return len(self._entries)
 
     def attach(self, criteria: CriteriaSet) -> CriteriaSet:
-        """`criteria` with reviewed conditions on each criterion that has none of its own."""
+        """`criteria` with the reviewed conditions of every criterion the library knows."""
         updated = []
         for criterion in criteria.criteria:
             key = (criteria.policy_id, criteria.version, criterion.criterion_id, criterion.text)
             reviewed = self._entries.get(key)
-            if criterion.conditions is None and reviewed is not None:
+            if reviewed is not None and reviewed != criterion.conditions:
                 criterion = criterion.model_copy(update={"conditions": reviewed})
             updated.append(criterion)
         return criteria.model_copy(update={"criteria": updated})

@@ -35,6 +35,16 @@ def test_a_reworded_criterion_or_another_version_gets_none():
     )
 
 
+def test_an_older_review_of_the_same_criterion_is_replaced():
+    library = ConditionsLibrary.from_folder(EXAMPLES)
+    raw = json.loads((EXAMPLES / "criteria" / "NCD-240.4.json").read_text())
+    raw["criteria"][0]["conditions"] = {
+        "require": {"kind": "finding", "id": "old", "label": "old", "concept": "old review"}
+    }
+    attached = library.attach(CriteriaSet.model_validate(raw))
+    assert attached.criteria[0].conditions.atoms()[0].id != "old"
+
+
 def test_conditions_a_criterion_brings_are_kept(tmp_path):
     library = ConditionsLibrary.from_folder(EXAMPLES)
     own = CriteriaSet.model_validate(
