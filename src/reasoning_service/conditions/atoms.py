@@ -13,7 +13,7 @@ import datetime as dt
 import operator
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 from reasoning_service.conditions.case_reading import CaseReading, FactView, Mention, Sentence
@@ -388,7 +388,7 @@ def _values(
         if other and reading.find_in(" ".join(view.words), other):
             continue  # `residualAHI`, `goal_weight`: another measurement of the same name
         for measured in _fact_measures(view, reading):
-            converted = measured.in_unit(unit)
+            converted = _in_unit(measured, unit, concept)
             if converted is not None:
                 values.append(
                     _Value(
@@ -407,7 +407,7 @@ def _values(
         for measured in measured_near(
             sentence.text, mention.start, mention.end, reading.vocabulary
         ):
-            converted = measured.in_unit(unit)
+            converted = _in_unit(measured, unit, concept)
             if converted is not None:
                 date = _measured_on(sentence.text, measured, sentence.date or reading.as_of)
                 values.append(
@@ -417,6 +417,25 @@ def _values(
                     )
                 )  # fmt: skip
     return values
+
+
+def _in_unit(
+    measured: Measured, unit: str, concept: QuantityAtom | QuantityInput
+) -> tuple[float, float] | None:
+    """The value in `unit`; without a stated unit, the first reading that is plausible."""
+    if measured.unit is not None or concept.plausible is None:
+        converted = measured.in_unit(unit)
+        if converted is None or concept.plausible is None:
+            return converted
+        low, high = concept.plausible
+        return converted if low <= converted[0] <= high else None
+    low, high = concept.plausible
+    for candidate in (None, *concept.accepted_units):
+        read_as = measured if candidate is None else replace(measured, unit=candidate)
+        converted = read_as.in_unit(unit)
+        if converted is not None and low <= converted[0] <= high:
+            return converted
+    return None
 
 
 def _measured_on(text: str, measured: Measured, written: dt.date) -> dt.date | None:
@@ -442,6 +461,8 @@ def _qualified(mention: Mention, words: tuple[str, ...], reading: CaseReading) -
 def _fact_measures(view: FactView, reading: CaseReading) -> list[Measured]:
     value, unit = view.fact.value, view.fact.unit
     pint_unit = (reading.vocabulary.unit_for(unit) or unit) if unit else None
+    if pint_unit is None and view.words:
+        pint_unit = reading.vocabulary.unit_for(view.words[-1])  # `height_cm`, `weightLb`
     if isinstance(value, bool) or value is None:
         return []
     if isinstance(value, int | float):
@@ -760,13 +781,7 @@ def _category(
         if mention.stance.negated:
             continue
         text = mention.sentence.text
-        after = text[mention.end : mention.end + _WINDOW_AFTER]
-        values = (
-            _values_in(after, value_names, reading)[:1]
-            or _values_in(
-                text[max(0, mention.start - _WINDOW_BEFORE) : mention.start], value_names, reading
-            )[-1:]
-        )
+        values = _nearest_value(text, mention, value_names, reading)
         for value in values:
             found.append(
                 (
@@ -792,6 +807,25 @@ def _category(
                     )
                 )
     return _category_observations(atom, found)
+
+
+def _nearest_value(
+    text: str, mention: Mention, value_names: dict[str, tuple[str, ...]], reading: CaseReading
+) -> list[str]:
+    """The value named closest to the concept, after it ("NYHA class III") or before it
+    ("continued coverage after the initial period" is continued)."""
+    after_start = mention.end
+    before_start = max(0, mention.start - _WINDOW_BEFORE)
+    candidates: list[tuple[int, str]] = []
+    for value, words in value_names.items():
+        after = text[after_start : after_start + _WINDOW_AFTER]
+        candidates += [(start, value) for start, _ in reading.find_in(after, words)]
+        before = text[before_start : mention.start]
+        candidates += [
+            (mention.start - (before_start + end), value)
+            for _, end in reading.find_in(before, words)
+        ]
+    return [min(candidates)[1]] if candidates else []
 
 
 def _category_observations(

@@ -86,7 +86,15 @@ class _AtomBase(_Concept):
     """A narrow yes/no question for the LLM; defaults to one built from `label`."""
 
 
-class QuantityInput(_Concept):
+class _Plausible(_Strict):
+    plausible: tuple[float, float] | None = None
+    """Range, in `unit`, a real value falls in. A value written without a unit is read in
+    `unit` or else in the first of `accepted_units` that lands it in this range ("height 165"
+    is cm, not m); one that fits none is not read."""
+    accepted_units: list[str] = Field(default_factory=list)
+
+
+class QuantityInput(_Concept, _Plausible):
     """A measured value a derived quantity is computed from (weight and height for BMI)."""
 
     unit: str = Field(min_length=1)
@@ -114,7 +122,7 @@ class Derivation(_Strict):
         return self
 
 
-class QuantityAtom(_AtomBase):
+class QuantityAtom(_AtomBase, _Plausible):
     """A measured value compared to a threshold (`AHI ≥ 15 events/hour`, `BMI ≥ 35 kg/m2`)."""
 
     kind: Literal["quantity"]
