@@ -235,7 +235,7 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
     present_says = _Says.HOLDS if atom.expect == "present" else _Says.FAILS
     absent_says = _Says.FAILS if atom.expect == "present" else _Says.HOLDS
     observations: list[_Observation] = []
-    named = reading.facts_named(names)
+    named = reading.facts_named(names, atom.codes)
     for view in named:
         is_present = fact_presence(view, reading)
         if is_present is None:
@@ -372,7 +372,7 @@ def _values(
     names = reading.names(concept.concept, concept.aliases)
     other = tuple(concept.not_when) if isinstance(concept, QuantityAtom) else ()
     values: list[_Value] = []
-    for view in reading.facts_named(names):
+    for view in reading.facts_named(names, concept.codes):
         for measured in _fact_measures(view, reading):
             converted = measured.in_unit(unit)
             if converted is not None:
@@ -547,7 +547,7 @@ def _elapsed(
 ) -> list[_Elapsed]:
     names = reading.names(atom.concept, atom.aliases)
     found: list[_Elapsed] = []
-    for view in reading.facts_named(names):
+    for view in reading.facts_named(names, atom.codes):
         found.extend(_fact_elapsed(view, reading, reference, _trusted(view, min_confidence)))
     for mention in _about(reading.mentions(names)):
         sentence = mention.sentence
@@ -707,7 +707,7 @@ def _category(
     names = reading.names(atom.concept, atom.aliases)
     value_names = {value: tuple(words) for value, words in atom.values.items()}
     found: list[tuple[str, CaseEvidence, str, bool, dt.date | None]] = []
-    for view in reading.facts_named(names):
+    for view in reading.facts_named(names, atom.codes):
         text = _category_text(view.fact.value)
         for value in _values_in(text, value_names, reading)[:1]:
             found.append(
