@@ -7,11 +7,11 @@ import copy
 import json
 
 import pytest
-from testdata import EXAMPLES
 
 from reasoning_service.errors import InvalidInputError
 from reasoning_service.fhir import FhirLimits, case_from_fhir
 from reasoning_service.models import CaseBundle
+from testdata import EXAMPLES
 
 FHIR = EXAMPLES / "fhir"
 
