@@ -30,6 +30,7 @@ from reasoning_service.models import AtomState, CaseEvidence
 from reasoning_service.models.conditions import (
     Atom,
     CategoryAtom,
+    Concept,
     Derivation,
     FindingAtom,
     QuantityAtom,
@@ -513,7 +514,7 @@ def _time_window(
 ) -> list[_Observation]:
     reference = reading.as_of
     if atom.reference is not None:
-        dates = _event_dates(atom.reference.concept, atom.reference.aliases, reading)
+        dates = _event_dates(atom.reference, reading)
         if not dates:
             return []
         reference = max(dates)
@@ -680,10 +681,10 @@ def _unit_from_words(words: tuple[str, ...]) -> str | None:
     return None
 
 
-def _event_dates(concept: str, aliases: list[str], reading: CaseReading) -> list[dt.date]:
-    names = reading.names(concept, aliases)
+def _event_dates(event: Concept, reading: CaseReading) -> list[dt.date]:
+    names = reading.names(event.concept, event.aliases)
     dates: list[dt.date] = []
-    for view in reading.facts_named(names):
+    for view in reading.facts_named(names, event.codes):
         if isinstance(view.fact.value, dt.date):
             dates.append(view.fact.value)
         elif isinstance(view.fact.value, str):

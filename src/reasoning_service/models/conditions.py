@@ -34,6 +34,7 @@ __all__ = [
     "Atom",
     "AtomCode",
     "CategoryAtom",
+    "Concept",
     "ConditionNode",
     "Conditions",
     "Derivation",
@@ -94,6 +95,10 @@ class _Concept(_Strict):
     def names(self) -> list[str]:
         """The concept and its aliases, concept first, without duplicates."""
         return list(dict.fromkeys([self.concept, *self.aliases]))
+
+
+Concept = _Concept
+"""A concept with its names and codes: what atoms, derive inputs and time references share."""
 
 
 class _AtomBase(_Concept):
