@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import hmac
+import re
 from urllib.parse import quote, urlencode
 
 from reasoning_service.errors import Unauthenticated
@@ -35,7 +36,8 @@ def check_review_link(
     secret: bytes, evaluation_id: str, expires: int, sig: str, *, now: dt.datetime
 ) -> None:
     """Raise Unauthenticated unless `sig` signs this evaluation and `expires` has not passed."""
-    if not hmac.compare_digest(_signature(secret, evaluation_id, expires), sig):
+    well_formed = re.fullmatch(r"[0-9a-f]{64}", sig) is not None
+    if not well_formed or not hmac.compare_digest(_signature(secret, evaluation_id, expires), sig):
         raise Unauthenticated("the review link is not valid for this evaluation")
     if now.timestamp() > expires:
         raise Unauthenticated("the review link has expired; ask for a new one")

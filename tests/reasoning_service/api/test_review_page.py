@@ -45,6 +45,8 @@ def test_the_page_needs_a_key_that_can_read_it_or_a_signed_link(settings, admin_
         assert forged.status_code == 401
         expired = httpx.get(server.url + path, params={"expires": 1, "sig": "0" * 64})
         assert expired.status_code == 401
+        garbled = httpx.get(server.url + path, params={"expires": 1, "sig": "æ\u0087ö"})
+        assert garbled.status_code == 401
 
 
 def test_the_page_lists_open_criteria_first_with_evidence_marked(client):

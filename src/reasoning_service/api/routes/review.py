@@ -29,8 +29,14 @@ _bearer = HTTPBearer(auto_error=False, description="An API key, or use a signed 
 
 @router.get(
     "/review/{evaluation_id}",
-    response_class=HTMLResponse,
-    responses={200: {"content": {"text/html": {"schema": {"type": "string"}}}}},
+    # Not response_class=HTMLResponse: the error responses stay documented as JSON.
+    response_model=None,
+    responses={
+        200: {
+            "content": {"text/html": {"schema": {"type": "string"}}},
+            "description": "The reviewer's page.",
+        }
+    },
 )
 async def review_page(
     evaluation_id: str,
