@@ -33,8 +33,12 @@ lock: setup
 setup-local: setup
 	scripts/setup_local.sh $(LOCAL_MODEL)
 
+# `make run CASE=examples/fhir/cpap-example-001.bundle.json` evaluates another case bundle or a
+# FHIR Bundle (its policy from examples/*/manifest.json, or POLICY=<id>).
+CASE ?=
+POLICY ?=
 run: setup
-	$(BIN)/reasoning-service demo
+	$(BIN)/reasoning-service demo $(if $(CASE),--case $(CASE)) $(if $(POLICY),--policy $(POLICY))
 
 test: setup
 	$(BIN)/ruff check src tests eval

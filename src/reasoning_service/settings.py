@@ -162,6 +162,12 @@ class Settings(BaseSettings):
     # --- input limits (every request is bounded before it is parsed or stored) ---------------
     max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
     """Largest request body; a longer one gets 413 before it is parsed (chunked bodies too)."""
+    max_attachment_bytes: int = Field(default=1_000_000, ge=1)
+    """Largest decoded attachment of a FHIR DocumentReference (text or PDF)."""
+    review_link_secret: SecretStr | None = None
+    """Key that signs reviewer's-page links; unset: a random key per process."""
+    review_link_ttl_s: int = Field(default=900, ge=1, le=7 * 24 * 3600)
+    """How long a signed reviewer's-page link (`GET /review/{id}?expires=…&sig=…`) works."""
     max_documents: int = Field(default=50, ge=1)
     """Documents in one case bundle."""
     max_pages_per_document: int = Field(default=500, ge=1)
@@ -195,7 +201,7 @@ class Settings(BaseSettings):
         """The configured provider keys in plain text, for masking wherever text leaves us.
 
         Keys shorter than 8 characters are left out: masking them would garble ordinary text."""
-        keys = (self.llm_api_key, self.reflection_api_key)
+        keys = (self.llm_api_key, self.reflection_api_key, self.review_link_secret)
         values = (key.get_secret_value() for key in keys if key is not None)
         return [value for value in values if len(value) >= 8]
 

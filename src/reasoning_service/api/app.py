@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -17,7 +18,15 @@ from reasoning_service.api.errors import (
 )
 from reasoning_service.api.idempotency import IdempotencyLocks
 from reasoning_service.api.limits import BodyLimitMiddleware
-from reasoning_service.api.routes import admin, evaluations, health, metrics, policies, shadow
+from reasoning_service.api.routes import (
+    admin,
+    evaluations,
+    health,
+    metrics,
+    policies,
+    review,
+    shadow,
+)
 from reasoning_service.logging_setup import RequestIdMiddleware, SecretMask, configure_logging
 from reasoning_service.service.container import build_services
 from reasoning_service.settings import Settings
@@ -53,6 +62,10 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None) 
         lifespan=lifespan,
     )
     app.state.idempotency_locks = IdempotencyLocks()
+    link_secret = settings.review_link_secret
+    app.state.review_link_secret = (
+        link_secret.get_secret_value().encode() if link_secret else secrets.token_bytes(32)
+    )
     install_error_handlers(app)
     # The last added runs first: request id, then the catch-all, then the body limit.
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
@@ -69,4 +82,6 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None) 
     app.include_router(evaluations.router, **guarded)
     app.include_router(shadow.router, **guarded)
     app.include_router(admin.router, **guarded)
+    # The reviewer's page: an API key as a bearer header, or a signed link (api/review_links.py).
+    app.include_router(review.router, responses={**ERROR_RESPONSES, **AUTH_RESPONSES})
     return app

@@ -96,8 +96,15 @@ def _reply(status: int, error: str, message: str, detail: list[Any] | None = Non
     return error_reply(status, error, message, detail)
 
 
+BODY_VARIANTS = ("case bundle", "FHIR bundle")
+"""Tags of a body that is one of two shapes (`POST /v1/evaluations`); not part of a field path."""
+
+
 def _field(location: tuple[Any, ...] | list[Any]) -> str:
-    return ".".join(str(part) for part in location if part != "body") or "body"
+    parts = list(location)
+    if len(parts) > 1 and parts[0] == "body" and parts[1] in BODY_VARIANTS:
+        parts = parts[2:]
+    return ".".join(str(part) for part in parts if part != "body") or "body"
 
 
 async def _validation_error(_: Request, exc: Exception) -> JSONResponse:

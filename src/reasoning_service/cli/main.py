@@ -19,6 +19,7 @@ from reasoning_service.bench import PROFILES, run_bench
 from reasoning_service.cli.criteria import add_criteria_commands, run_criteria
 from reasoning_service.cli.render import render_evaluation
 from reasoning_service.errors import InvalidInputError, NotFoundError, ReasoningError
+from reasoning_service.fhir import FhirLimits, case_from_fhir, is_fhir_bundle
 from reasoning_service.harness.commands import add_eval_commands
 from reasoning_service.llm.local_server import find_model, is_runtime_installed
 from reasoning_service.logging_setup import configure_logging
@@ -74,7 +75,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int)
 
     evaluate = commands.add_parser("evaluate", help="evaluate a case bundle against a policy")
-    evaluate.add_argument("case", type=Path, help="case bundle JSON file")
+    evaluate.add_argument(
+        "case", type=Path, help="case bundle JSON file, or a FHIR R4 Bundle (docs/fhir.md)"
+    )
     evaluate.add_argument("--policy", required=True, help="policy id")
     evaluate.add_argument("--policy-version")
     evaluate.add_argument("--criterion", action="append", dest="criteria", help="criterion id")
@@ -97,6 +100,15 @@ def _parser() -> argparse.ArgumentParser:
     trace.set_defaults(run=_trace)
 
     demo = commands.add_parser("demo", help="evaluate the bundled example case (make run)")
+    demo.add_argument(
+        "--case",
+        type=Path,
+        dest="demo_case",
+        help="another case bundle or FHIR Bundle (make run CASE=examples/fhir/…)",
+    )
+    demo.add_argument(
+        "--policy", dest="demo_policy", help="its policy (default: from the manifest)"
+    )
     demo.set_defaults(run=_demo)
 
     api_key = commands.add_parser("api-key", help="manage API keys")
@@ -164,7 +176,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _evaluate(services: Services, args: argparse.Namespace, console: Console) -> int:
-    case = CaseBundle.model_validate_json(args.case.read_text(encoding="utf-8"))
+    case = _read_case(args.case, services.settings)
     request = EvaluationRequest(
         case=case,
         policy_id=args.policy,
@@ -177,6 +189,44 @@ async def _evaluate(services: Services, args: argparse.Namespace, console: Conso
     else:
         render_evaluation(result, console)
     return 0
+
+
+def _read_case(path: Path, settings: Settings) -> CaseBundle:
+    """A case bundle file, or a FHIR R4 Bundle file mapped to one (fhir/inbound.py)."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"{path.name}: not valid JSON ({exc.msg})") from None
+    if not is_fhir_bundle(raw):
+        return CaseBundle.model_validate(raw)
+    limits = FhirLimits(
+        max_attachment_bytes=settings.max_attachment_bytes,
+        max_pdf_pages=settings.max_pages_per_document,
+    )
+    return case_from_fhir(raw, limits=limits)
+
+
+def _demo_case(settings: Settings, args: argparse.Namespace) -> tuple[Path, str, list[str]]:
+    """The case file, its policy and the demo criteria: the manifest's first, or `--case`."""
+    cases = load_example_cases(settings.examples_dir)
+    if args.demo_case is None:
+        return (
+            settings.examples_dir / "cases" / cases[0].file,
+            cases[0].policy_id,
+            list(cases[0].demo_criteria),
+        )
+    policy = args.demo_policy
+    if policy is None:
+        listed = {c.file: c.policy_id for c in cases}
+        fhir_manifest = settings.examples_dir / "fhir" / "manifest.json"
+        if fhir_manifest.exists():
+            bundles = json.loads(fhir_manifest.read_text(encoding="utf-8"))["bundles"]
+            listed |= {b["file"]: b["policy_id"] for b in bundles}
+        policy = listed.get(args.demo_case.name)
+    if policy is None:
+        raise InvalidInputError(f"{args.demo_case.name}: not in a manifest; name it with --policy")
+    return args.demo_case, policy, []
 
 
 async def _index_policy(services: Services, args: argparse.Namespace, console: Console) -> int:
@@ -223,8 +273,7 @@ def _demo_settings(settings: Settings) -> Settings:
 
 async def _demo(services: Services, args: argparse.Namespace, console: Console) -> int:
     settings = services.settings
-    demo = load_example_cases(settings.examples_dir)[0]
-    case_path = settings.examples_dir / "cases" / demo.file
+    case_path, policy_id, demo_criteria = _demo_case(settings, args)
     local = settings.llm_provider == "local"
     if local:
         how = (
@@ -240,9 +289,9 @@ async def _demo(services: Services, args: argparse.Namespace, console: Console) 
         )
     else:
         how = f"controller {services.router.mode} with {settings.llm_provider}"
-    console.print(f"Evaluating {case_path.name} against {demo.policy_id} with {how}.")
-    args.case, args.policy, args.policy_version, args.json = case_path, demo.policy_id, None, False
-    args.criteria = list(demo.demo_criteria) if local and demo.demo_criteria else None
+    console.print(f"Evaluating {case_path.name} against {policy_id} with {how}.")
+    args.case, args.policy, args.policy_version, args.json = case_path, policy_id, None, False
+    args.criteria = demo_criteria if local and demo_criteria else None
     code = await _evaluate(services, args, console)
     console.print(
         f"Stored in {settings.db_path}. Reasoning trace: "

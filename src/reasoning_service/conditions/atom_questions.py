@@ -163,7 +163,7 @@ def snippets_for(atom: Atom, reading: CaseReading) -> list[Snippet]:
     by_sentence: dict[int, list[Mention]] = {}
     for mention in reading.mentions(names):
         by_sentence.setdefault(mention.sentence.index, []).append(mention)
-    facts = reading.facts_named(names)
+    facts = reading.facts_named(names, atom.codes)
     sentence_slots = MAX_SNIPPETS - min(len(facts), MAX_FACT_SNIPPETS)
     snippets = [
         _sentence_snippet(f"S{number}", mentions)

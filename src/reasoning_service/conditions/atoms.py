@@ -31,6 +31,7 @@ from reasoning_service.models import AtomState, CaseEvidence
 from reasoning_service.models.conditions import (
     Atom,
     CategoryAtom,
+    Concept,
     Derivation,
     FindingAtom,
     QuantityAtom,
@@ -239,7 +240,7 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
     present_says = _Says.HOLDS if atom.expect == "present" else _Says.FAILS
     absent_says = _Says.FAILS if atom.expect == "present" else _Says.HOLDS
     observations: list[_Observation] = []
-    named = reading.facts_named(names)
+    named = reading.facts_named(names, atom.codes)
     for view in named:
         is_present = fact_presence(view, reading)
         if is_present is None:
@@ -384,7 +385,7 @@ def _values(
     names = reading.names(concept.concept, concept.aliases)
     other = tuple(concept.not_when) if isinstance(concept, QuantityAtom) else ()
     values: list[_Value] = []
-    for view in reading.facts_named(names):
+    for view in reading.facts_named(names, concept.codes):
         if other and reading.find_in(" ".join(view.words), other):
             continue  # `residualAHI`, `goal_weight`: another measurement of the same name
         for measured in _fact_measures(view, reading):
@@ -565,7 +566,7 @@ def _time_window(
 ) -> list[_Observation]:
     reference = reading.as_of
     if atom.reference is not None:
-        dates = _event_dates(atom.reference.concept, atom.reference.aliases, reading)
+        dates = _event_dates(atom.reference, reading)
         if not dates:
             return []
         reference = max(dates)
@@ -599,7 +600,7 @@ def _elapsed(
 ) -> list[_Elapsed]:
     names = reading.names(atom.concept, atom.aliases)
     found: list[_Elapsed] = []
-    for view in reading.facts_named(names):
+    for view in reading.facts_named(names, atom.codes):
         found.extend(_fact_elapsed(view, reading, reference, _trusted(view, min_confidence)))
     for mention in _about(reading.mentions(names)):
         sentence = mention.sentence
@@ -738,10 +739,10 @@ def _unit_from_words(words: tuple[str, ...]) -> str | None:
     return None
 
 
-def _event_dates(concept: str, aliases: list[str], reading: CaseReading) -> list[dt.date]:
-    names = reading.names(concept, aliases)
+def _event_dates(event: Concept, reading: CaseReading) -> list[dt.date]:
+    names = reading.names(event.concept, event.aliases)
     dates: list[dt.date] = []
-    for view in reading.facts_named(names):
+    for view in reading.facts_named(names, event.codes):
         if isinstance(view.fact.value, dt.date):
             dates.append(view.fact.value)
         elif isinstance(view.fact.value, str):
@@ -765,7 +766,7 @@ def _category(
     names = reading.names(atom.concept, atom.aliases)
     value_names = {value: tuple(words) for value, words in atom.values.items()}
     found: list[tuple[str, CaseEvidence, str, bool, dt.date | None]] = []
-    for view in reading.facts_named(names):
+    for view in reading.facts_named(names, atom.codes):
         text = _category_text(view.fact.value)
         for value in _values_in(text, value_names, reading)[:1]:
             found.append(

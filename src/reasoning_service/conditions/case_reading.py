@@ -14,13 +14,14 @@ import datetime as dt
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from reasoning_service.conditions.vocabulary import Vocabulary, normalise_words
 from reasoning_service.models import CaseBundle, CaseEvidence, Fact
+from reasoning_service.models.conditions import AtomCode
 from reasoning_service.tools.citations import is_instruction_like
 
 if TYPE_CHECKING:
@@ -310,10 +311,25 @@ class CaseReading:
         """An atom's names widened by the vocabulary's synonym groups."""
         return tuple(self.vocabulary.expand([concept, *aliases]))
 
-    def facts_named(self, names: Iterable[str]) -> list[FactView]:
-        """Facts whose field name contains one of `names` as whole words."""
+    def facts_named(self, names: Iterable[str], codes: Sequence[AtomCode] = ()) -> list[FactView]:
+        """Facts bound to an atom: by code first, then by name.
+
+        A fact coded with one of `codes` binds (first in the list). A fact whose field name
+        contains one of `names` as whole words binds too, unless it is coded in a system that
+        `codes` also uses and with none of them: then the codes say it is another concept.
+        """
         keys = [key for key in (normalise_words(name) for name in names) if key]
-        return [view for view in self.facts if any(_contains(view.words, key) for key in keys)]
+        wanted = {code.key() for code in codes}
+        systems = {system for system, _ in wanted}
+        by_code = [v for v in self.facts if wanted & {c.key() for c in v.fact.codes}]
+        by_name = [
+            view
+            for view in self.facts
+            if view not in by_code
+            and any(_contains(view.words, key) for key in keys)
+            and not systems & {c.key()[0] for c in view.fact.codes}
+        ]
+        return [*by_code, *by_name]
 
     def mentions(self, names: tuple[str, ...]) -> list[Mention]:
         """Every mention of `names` in the documents, with its stance (cached per names)."""

@@ -5,9 +5,12 @@ from reasoning_service.models.case import (
     Code,
     Document,
     Fact,
+    FactProvenance,
     FactSource,
     Patient,
     ServiceRequest,
+    code_system_name,
+    code_system_uri,
 )
 from reasoning_service.models.conversation import (
     LLMInteraction,
@@ -41,6 +44,7 @@ from reasoning_service.models.result import (
     CriterionStatus,
     EvaluationRequest,
     EvaluationResult,
+    FhirEvaluationRequest,
     OpenCriterion,
     PolicyCitation,
     ReasonCode,
@@ -67,7 +71,9 @@ __all__ = [
     "EvaluationRequest",
     "EvaluationResult",
     "Fact",
+    "FactProvenance",
     "FactSource",
+    "FhirEvaluationRequest",
     "LLMInteraction",
     "LLMReply",
     "LLMRequest",
@@ -93,5 +99,7 @@ __all__ = [
     "ToolSpec",
     "TreeNode",
     "Usage",
+    "code_system_name",
+    "code_system_uri",
     "logic_ids",
 ]

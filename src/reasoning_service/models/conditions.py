@@ -26,11 +26,15 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
+from reasoning_service.models.case import code_system_name
+
 __all__ = [
     "AllOfConditions",
     "AnyOfConditions",
     "Atom",
+    "AtomCode",
     "CategoryAtom",
+    "Concept",
     "ConditionNode",
     "Conditions",
     "Derivation",
@@ -63,6 +67,18 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 
 
+class AtomCode(_Strict):
+    """A standard code for an atom's concept: a fact coded with it binds by code."""
+
+    system: str = Field(min_length=1, max_length=200)
+    """`LOINC`, `SNOMED CT`, `ICD-10-CM`, `HCPCS`, `CPT` (or the FHIR system URI)."""
+    code: str = Field(min_length=1, max_length=64)
+
+    def key(self) -> tuple[str, str]:
+        """The system's short name and the code, case-insensitively (as `Code.key`)."""
+        return code_system_name(self.system).lower(), self.code.strip().lower()
+
+
 class _Concept(_Strict):
     concept: str = Field(min_length=1, max_length=200)
     """Canonical name of what is looked for, e.g. "left ventricular ejection fraction"."""
@@ -70,11 +86,19 @@ class _Concept(_Strict):
         default_factory=list, max_length=100
     )
     """Other names for it in field names and text ("HbA1c", "A1c", "glycated hemoglobin")."""
+    codes: list[AtomCode] = Field(default_factory=list, max_length=50)
+    """Standard codes of the concept (LOINC, SNOMED CT, ICD-10-CM, HCPCS/CPT): a fact coded
+    with one binds by code; a fact coded in the same system with none of them is another
+    concept and does not bind by name either."""
 
     @property
     def names(self) -> list[str]:
         """The concept and its aliases, concept first, without duplicates."""
         return list(dict.fromkeys([self.concept, *self.aliases]))
+
+
+Concept = _Concept
+"""A concept with its names and codes: what atoms, derive inputs and time references share."""
 
 
 class _AtomBase(_Concept):

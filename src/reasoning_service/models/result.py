@@ -201,6 +201,22 @@ class EvaluationRequest(_Contract):
     """Evaluate only these criteria; all of the policy's when absent."""
 
 
+class FhirEvaluationRequest(_Contract):
+    """Body of `POST /v1/evaluations` with a FHIR R4 Bundle in place of a case bundle.
+
+    The bundle (Da Vinci PAS style: Claim, Patient, Condition, Observation, DocumentReference …)
+    is validated and mapped to a case bundle (docs/fhir.md); the rest is as `EvaluationRequest`.
+    """
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    fhir_bundle: dict[str, Any]
+    """A FHIR R4 `Bundle` resource."""
+    policy_id: str = Field(min_length=1)
+    policy_version: str | None = None
+    criterion_ids: list[str] | None = Field(default=None, min_length=1)
+
+
 class EvaluationResult(_Contract):
     """The combined verdict on a case against one policy."""
 

@@ -110,6 +110,11 @@ class Store(Protocol):
         ...
 
     async def get_evaluation(self, evaluation_id: str) -> StoredEvaluation | None: ...
+
+    async def get_case(self, evaluation_id: str) -> CaseBundle | None:
+        """The case bundle an evaluation was run on (as stored: masked), or None."""
+        ...
+
     async def find_idempotent(self, scope: str) -> IdempotentEvaluation | None: ...
     async def get_traces(self, evaluation_id: str) -> dict[str, CriterionTrace]: ...
     async def aclose(self) -> None: ...
@@ -251,6 +256,18 @@ class SqliteStore:
             return None
         result = EvaluationResult.model_validate_json(rows[0]["result_json"])
         return StoredEvaluation(result=result, owner=rows[0]["owner"])
+
+    async def get_case(self, evaluation_id: str) -> CaseBundle | None:
+        rows = await self.run(
+            lambda db: list(
+                db["evaluations"].rows_where(
+                    "evaluation_id = ?", [evaluation_id], select="case_json"
+                )
+            )
+        )
+        if not rows or not rows[0]["case_json"]:
+            return None
+        return CaseBundle.model_validate_json(rows[0]["case_json"])
 
     async def find_idempotent(self, scope: str) -> IdempotentEvaluation | None:
         """The evaluation stored under an idempotency scope (`Idempotency.scope`), or None."""

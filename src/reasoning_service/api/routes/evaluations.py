@@ -1,25 +1,66 @@
 """Evaluations: run one (bounded, idempotent with `Idempotency-Key`), read it, read its trace.
 
-Each route writes an audit row (`api/audit.py`): key id, action, evaluation id, outcome.
+The body of `POST /v1/evaluations` is a case bundle request (`{"case": …}`) or a FHIR one
+(`{"fhir_bundle": …}`, docs/fhir.md); `GET /v1/evaluations/{id}?format=fhir` answers with a
+ClaimResponse and a QuestionnaireResponse. Each route writes an audit row (`api/audit.py`):
+key id, action, evaluation id, outcome.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+import asyncio
+import datetime as dt
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Response, status
-from pydantic import BaseModel
+from fastapi import APIRouter, Body, Header, Query, Request, Response, status
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Discriminator, Tag
 
 from reasoning_service.api.audit import audited
 from reasoning_service.api.auth import CallerDep
 from reasoning_service.api.deps import IdempotencyLocksDep, ServicesDep
+from reasoning_service.api.errors import BODY_VARIANTS
 from reasoning_service.api.idempotency import idempotency_of
 from reasoning_service.api.limits import check_evaluation_limits
+from reasoning_service.api.review_links import signed_review_path
 from reasoning_service.errors import InvalidInputError, NotFoundError
+from reasoning_service.fhir import FhirLimits, case_from_fhir
+from reasoning_service.fhir.outbound import evaluation_bundle
 from reasoning_service.logging_setup import SecretMask
-from reasoning_service.models import EvaluationRequest, EvaluationResult, LLMInteraction, Message
+from reasoning_service.models import (
+    EvaluationRequest,
+    EvaluationResult,
+    FhirEvaluationRequest,
+    LLMInteraction,
+    Message,
+)
+from reasoning_service.settings import Settings
 
 router = APIRouter(prefix="/v1/evaluations", tags=["evaluations"])
+
+FHIR_JSON = "application/fhir+json"
+
+
+def _body_variant(body: Any) -> str:
+    return (
+        BODY_VARIANTS[1] if isinstance(body, dict) and "fhir_bundle" in body else BODY_VARIANTS[0]
+    )
+
+
+EvaluationBody = Annotated[
+    Annotated[EvaluationRequest, Tag(BODY_VARIANTS[0])]
+    | Annotated[FhirEvaluationRequest, Tag(BODY_VARIANTS[1])],
+    Discriminator(_body_variant),
+]
+"""`{"case": …}` or `{"fhir_bundle": …}`: which one is told by the `fhir_bundle` key."""
+
+
+class ReviewLinkResponse(BaseModel):
+    """A short-lived link to the reviewer's page that needs no header (docs/fhir.md)."""
+
+    path: str
+    """`/review/{evaluation_id}?expires=…&sig=…`, relative to the service's base URL."""
+    expires_at: dt.datetime
 
 
 class CriterionTraceResponse(BaseModel):
@@ -45,7 +86,7 @@ class TraceResponse(BaseModel):
     responses={200: {"model": EvaluationResult, "description": "A retry: the stored result."}},
 )
 async def create_evaluation(
-    request: EvaluationRequest,
+    body: Annotated[EvaluationBody, Body()],
     response: Response,
     services: ServicesDep,
     caller: CallerDep,
@@ -63,6 +104,7 @@ async def create_evaluation(
     """
     async with audited(services, caller, "evaluation.create") as audit:
         audit.status_code = 201
+        request = await _case_request(body, services.settings)
         check_evaluation_limits(request, services.settings)
         idempotency = idempotency_of(idempotency_key, caller.key_id, request)
         if idempotency is None:
@@ -91,22 +133,72 @@ async def create_evaluation(
     return _masked(result, SecretMask(services.settings.secret_values()))
 
 
+async def _case_request(
+    body: EvaluationRequest | FhirEvaluationRequest, settings: Settings
+) -> EvaluationRequest:
+    """The request with a case bundle: a FHIR bundle is validated and mapped (off the loop)."""
+    if isinstance(body, EvaluationRequest):
+        return body
+    limits = FhirLimits(
+        max_attachment_bytes=settings.max_attachment_bytes,
+        max_pdf_pages=settings.max_pages_per_document,
+    )
+    case = await asyncio.to_thread(case_from_fhir, body.fhir_bundle, limits=limits)
+    return EvaluationRequest(
+        case=case,
+        policy_id=body.policy_id,
+        policy_version=body.policy_version,
+        criterion_ids=body.criterion_ids,
+    )
+
+
 def _masked(result: EvaluationResult, mask: SecretMask) -> EvaluationResult:
     if not mask:
         return result
     return EvaluationResult.model_validate_json(mask.text(result.model_dump_json()))
 
 
-@router.get("/{evaluation_id}", response_model=EvaluationResult)
+@router.get(
+    "/{evaluation_id}",
+    response_model=EvaluationResult,
+    responses={
+        200: {
+            "content": {FHIR_JSON: {"schema": {"type": "object"}}},
+            "description": "The evaluation; with `format=fhir` a FHIR Bundle holding a "
+            "ClaimResponse and a QuestionnaireResponse.",
+        }
+    },
+)
 async def get_evaluation(
-    evaluation_id: str, services: ServicesDep, caller: CallerDep
-) -> EvaluationResult:
+    evaluation_id: str,
+    services: ServicesDep,
+    caller: CallerDep,
+    output: Annotated[Literal["json", "fhir"], Query(alias="format")] = "json",
+) -> EvaluationResult | Response:
+    """The stored evaluation: the service's JSON, or (`format=fhir`) FHIR R4 resources."""
     async with audited(services, caller, "evaluation.read", evaluation_id):
         stored = await services.store.get_evaluation(evaluation_id)
         if stored is None:
             raise NotFoundError("evaluation_id: no evaluation has this id")
         caller.check_can_read(stored.owner, "this evaluation")
-        return stored.result
+    if output == "fhir":
+        return JSONResponse(evaluation_bundle(stored.result), media_type=FHIR_JSON)
+    return stored.result
+
+
+@router.post("/{evaluation_id}/review-link", response_model=ReviewLinkResponse)
+async def create_review_link(
+    evaluation_id: str, request: Request, services: ServicesDep, caller: CallerDep
+) -> ReviewLinkResponse:
+    """A signed link to the reviewer's page, valid for `REASONING_REVIEW_LINK_TTL_S` seconds."""
+    async with audited(services, caller, "evaluation.review_link", evaluation_id):
+        stored = await services.store.get_evaluation(evaluation_id)
+        if stored is None:
+            raise NotFoundError("evaluation_id: no evaluation has this id")
+        caller.check_can_read(stored.owner, "this evaluation")
+    expires_at = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=services.settings.review_link_ttl_s)
+    path = signed_review_path(request.app.state.review_link_secret, evaluation_id, expires_at)
+    return ReviewLinkResponse(path=path, expires_at=expires_at)
 
 
 @router.get("/{evaluation_id}/trace", response_model=TraceResponse)
