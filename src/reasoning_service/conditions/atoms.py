@@ -196,8 +196,8 @@ def _settle(observations: list[_Observation]) -> AtomVerdict:
     if weak:
         # A doubtful fact alone is no evidence: nothing in the record backs it (gold labels
         # follow the documents), so the criterion asks for documentation.
-        verdict = _verdict(AtomState.NO_EVIDENCE, weak, "only low-confidence facts")
-        return AtomVerdict(verdict.state, verdict.note, [])
+        # The doubtful facts stay listed for the reviewer; they decide nothing.
+        return _verdict(AtomState.NO_EVIDENCE, weak, "only low-confidence facts")
     vague = [o for o in observations if o.says is _Says.VAGUE]
     if vague:
         return _verdict(AtomState.CONFLICTING, vague, "only vague or uncertain mentions")

@@ -63,4 +63,4 @@ def test_the_requests_diagnosis_codes_bind_but_a_claim_alone_does_not_show_the_f
     )
     verdict = evaluate_atom(OSA, read(case), 0.7)
     assert [e.field for e in verdict.evidence] == ["request.diagnoses"]
-    assert verdict.state is AtomState.CONFLICTING  # a requested code is not clinical evidence
+    assert verdict.state is AtomState.NO_EVIDENCE  # a requested code is not clinical evidence
