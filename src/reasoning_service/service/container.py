@@ -28,7 +28,7 @@ from reasoning_service.service.evaluation import EvaluationService
 from reasoning_service.service.policies import PolicyService, TreeLimits
 from reasoning_service.service.readiness import Readiness
 from reasoning_service.settings import Settings
-from reasoning_service.store import SqliteStore, Store
+from reasoning_service.store import Store, open_store
 from reasoning_service.tools.citations import CitationRules
 from reasoning_service.tools.tree_search import LexicalTreeSearch, LLMTreeSearch, TreeSearch
 from retrieval.service import RetrievalService
@@ -81,7 +81,11 @@ async def build_services(
     `llm` replaces the client built from settings (tests pass a `ScriptedLLM`); it is wrapped
     for recording like any other, so traces keep every call.
     """
-    store = store or SqliteStore(settings.db_path, mask=SecretMask(settings.secret_values()))
+    store = store or open_store(
+        settings.store_url,
+        mask=SecretMask(settings.secret_values()),
+        pool_size=settings.db_pool_size,
+    )
     retrieval = RetrievalService()
     library = ConditionsLibrary.from_folder(settings.examples_dir)
     limits = TreeLimits(settings.max_policy_nodes, settings.max_policy_depth)
