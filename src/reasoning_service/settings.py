@@ -152,6 +152,15 @@ class Settings(BaseSettings):
     add no speed (the GIL) but take the GIL from the event loop more often: with asyncio's
     default pool (6 threads on 2 cores) /healthz waited hundreds of ms under load."""
 
+    # --- asynchronous evaluations (service/jobs.py; PostgreSQL only) --------------------------
+    worker_concurrency: int = Field(default=4, ge=1, le=256)
+    """Jobs one `reasoning-service worker` runs at once."""
+    worker_heartbeat_s: float = Field(default=2.0, gt=0, le=300)
+    """How often a worker tells the queue it is alive."""
+    worker_stalled_after_s: float = Field(default=10.0, gt=0, le=3600)
+    """A worker silent this long is taken for dead and its running jobs are queued again for
+    another worker. Keep it several heartbeats long."""
+
     # --- retries -----------------------------------------------------------------------------
     retry_max_attempts: int = Field(default=3, ge=0, le=10)
     """Retries after the first try, for transient errors only."""

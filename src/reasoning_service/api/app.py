@@ -17,7 +17,15 @@ from reasoning_service.api.errors import (
 )
 from reasoning_service.api.idempotency import IdempotencyLocks
 from reasoning_service.api.limits import BodyLimitMiddleware
-from reasoning_service.api.routes import admin, evaluations, health, metrics, policies, shadow
+from reasoning_service.api.routes import (
+    admin,
+    evaluations,
+    health,
+    jobs,
+    metrics,
+    policies,
+    shadow,
+)
 from reasoning_service.logging_setup import RequestIdMiddleware, SecretMask, configure_logging
 from reasoning_service.service.container import build_services
 from reasoning_service.settings import Settings
@@ -67,6 +75,7 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None) 
     }
     app.include_router(policies.router, **guarded)
     app.include_router(evaluations.router, **guarded)
+    app.include_router(jobs.router, **guarded)
     app.include_router(shadow.router, **guarded)
     app.include_router(admin.router, **guarded)
     return app
