@@ -154,15 +154,17 @@ class JobQueue:
         record = await get_job(self._store, job_id)
         if record is None:
             return None
-        stored = await self._store.find_job_evaluation(job_id)
-        if stored is not None:
-            evaluation_id = stored.result.evaluation_id
-            return JobStatus(job_id, "done", record.owner, record.created_at, evaluation_id)
+        # The queue's state first, then the result: a job marked succeeded has stored its
+        # evaluation before, so the second read sees it (the other order could miss both).
         state: JobState = "queued"
         if record.queue_job_id is not None:
             found = list(await self._app.job_manager.list_jobs_async(id=record.queue_job_id))
             if found and found[0].status is not None:
                 state = _STATES.get(str(found[0].status), "queued")
+        stored = await self._store.find_job_evaluation(job_id)
+        if stored is not None:
+            evaluation_id = stored.result.evaluation_id
+            return JobStatus(job_id, "done", record.owner, record.created_at, evaluation_id)
         if state == "done":  # succeeded without a stored result: cannot happen; never "done"
             state = "failed"
         return JobStatus(job_id, state, record.owner, record.created_at)
