@@ -191,3 +191,29 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return True
+
+
+async def run_scale(*, jobs: int, examples_dir: Path) -> list[dict[str, Any]]:
+    """Throughput and service CPU per evaluation with 1 and then 2 workers (two API replicas,
+    a fresh database each), on a throwaway PostgreSQL server."""
+    from reasoning_service.testing.postgres import TemporaryPostgres
+
+    rows = []
+    with TemporaryPostgres() as server:
+        for workers in (1, 2):
+            url = server.create_database()
+            with cluster(url, apis=2, workers=workers, examples_dir=examples_dir) as running:
+                rows.append(await run_jobs(running, jobs=jobs, examples_dir=examples_dir))
+    return rows
+
+
+def main() -> None:
+    """`python -m reasoning_service.bench.cluster [JOBS]` (`make bench-scale`)."""
+    jobs = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+    examples = Path(__file__).resolve().parents[3] / "examples"
+    for row in asyncio.run(run_scale(jobs=jobs, examples_dir=examples)):
+        print(json.dumps(row))
+
+
+if __name__ == "__main__":
+    main()

@@ -211,7 +211,9 @@ class JobQueue:
                     queue=QUEUE, seconds_since_heartbeat=timing.stalled_after_s
                 )
                 for job in stalled:
-                    logger.warning("requeueing the job of a dead worker", extra={"job": job.id})
+                    logger.warning(
+                        "requeueing the job of a dead worker", extra={"queue_job_id": job.id}
+                    )
                     await manager.retry_job(job)
             except (ProcrastinateException, psycopg.Error) as exc:
                 logger.warning("stalled-job recovery failed; trying again", exc_info=exc)
