@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 LOCAL_MODEL ?= qwen2.5-coder-0.5b
 
-.PHONY: setup setup-local run test test-local bench lint lock clean
+.PHONY: setup setup-local run test test-local bench bench-scale lint lock clean
 
 setup: $(STAMP)
 
@@ -50,6 +50,13 @@ test-local: setup-local
 
 bench: setup
 	$(BIN)/reasoning-service bench --quick
+
+# Beyond one machine, on a throwaway PostgreSQL (needs pg_ctl): throughput and service CPU per
+# evaluation with 1 and 2 workers, then the kill test at the issue's 1000 jobs.
+SCALE_JOBS ?= 200
+bench-scale: setup
+	$(BIN)/python -m reasoning_service.bench.cluster $(SCALE_JOBS)
+	REASONING_KILL_TEST_JOBS=1000 $(BIN)/pytest -q -s tests/reasoning_service/scale
 
 lint: setup
 	$(BIN)/ruff check src tests eval

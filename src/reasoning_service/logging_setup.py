@@ -66,6 +66,7 @@ ALLOWED_FIELDS = frozenset(
         "action",
         "outcome",
         "limit",
+        "queue_job_id",
     }
 )
 _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")

@@ -36,6 +36,19 @@ def check_controller_mode(value: str) -> str:
     raise ConfigError(f"controller={value!r}: expected heuristic, react, shadow or ab:<0-100>")
 
 
+def check_database_url(url: str) -> str:
+    """ConfigError unless `url` is `sqlite:///<path>` or `postgresql://…`."""
+    if url.startswith(("postgresql://", "postgres://")):
+        return url
+    if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
+        return url
+    scheme = url.split("://", 1)[0] if "://" in url else "(none)"
+    raise ConfigError(
+        f"database_url: scheme {scheme!r} is not supported; use sqlite:///<path> or "
+        "postgresql://user:password@host:port/database"
+    )
+
+
 class Settings(BaseSettings):
     """Service configuration. Each field is `REASONING_<FIELD>` in the environment."""
 
@@ -47,8 +60,15 @@ class Settings(BaseSettings):
     )
 
     # --- storage -------------------------------------------------------------------------
+    database_url: str | None = None
+    """Where policies, evaluations, results, traces and LLM interactions are kept:
+    `sqlite:///<path>` (one file, `sqlite:////abs/path` for an absolute path) or
+    `postgresql://user:password@host:port/database` (many processes; needed by asynchronous
+    evaluations). Unset: `sqlite:///` + `db_path`."""
     db_path: Path = Path("reasoning.db")
-    """SQLite file holding policies, evaluations, results, traces and LLM interactions."""
+    """The shorthand for a SQLite `database_url`: the file, when `database_url` is unset."""
+    db_pool_size: int = Field(default=4, ge=1, le=64)
+    """PostgreSQL connections (and store threads) per process."""
 
     seed_examples: bool = True
     """Index the bundled example policies (`examples/`) at start-up when they are not stored."""
@@ -132,6 +152,15 @@ class Settings(BaseSettings):
     add no speed (the GIL) but take the GIL from the event loop more often: with asyncio's
     default pool (6 threads on 2 cores) /healthz waited hundreds of ms under load."""
 
+    # --- asynchronous evaluations (service/jobs.py; PostgreSQL only) --------------------------
+    worker_concurrency: int = Field(default=4, ge=1, le=256)
+    """Jobs one `reasoning-service worker` runs at once."""
+    worker_heartbeat_s: float = Field(default=2.0, gt=0, le=300)
+    """How often a worker tells the queue it is alive."""
+    worker_stalled_after_s: float = Field(default=10.0, gt=0, le=3600)
+    """A worker silent this long is taken for dead and its running jobs are queued again for
+    another worker. Keep it several heartbeats long."""
+
     # --- retries -----------------------------------------------------------------------------
     retry_max_attempts: int = Field(default=3, ge=0, le=10)
     """Retries after the first try, for transient errors only."""
@@ -188,6 +217,21 @@ class Settings(BaseSettings):
     `reasoning-service api-key create`). `off` disables auth, with a warning at start-up."""
     metrics_auth: bool = False
     """Require a key on /metrics as well (/healthz and /readyz stay open)."""
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_database_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return check_database_url(value)
+        except ConfigError as exc:
+            raise ValueError(f"REASONING_{exc}") from exc
+
+    @property
+    def store_url(self) -> str:
+        """`database_url`, else the SQLite file `db_path`."""
+        return self.database_url or f"sqlite:///{self.db_path}"
 
     @field_validator("controller")
     @classmethod

@@ -22,6 +22,7 @@ from reasoning_service.api.routes import (
     admin,
     evaluations,
     health,
+    jobs,
     metrics,
     policies,
     review,
@@ -80,6 +81,7 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None) 
     }
     app.include_router(policies.router, **guarded)
     app.include_router(evaluations.router, **guarded)
+    app.include_router(jobs.router, **guarded)
     app.include_router(shadow.router, **guarded)
     app.include_router(admin.router, **guarded)
     # The reviewer's page: an API key as a bearer header, or a signed link (api/review_links.py).

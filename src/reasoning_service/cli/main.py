@@ -18,7 +18,12 @@ from reasoning_service.api.app import create_app
 from reasoning_service.bench import PROFILES, run_bench
 from reasoning_service.cli.criteria import add_criteria_commands, run_criteria
 from reasoning_service.cli.render import render_evaluation
-from reasoning_service.errors import InvalidInputError, NotFoundError, ReasoningError
+from reasoning_service.errors import (
+    ConfigError,
+    InvalidInputError,
+    NotFoundError,
+    ReasoningError,
+)
 from reasoning_service.fhir import FhirLimits, case_from_fhir, is_fhir_bundle
 from reasoning_service.harness.commands import add_eval_commands
 from reasoning_service.llm.local_server import find_model, is_runtime_installed
@@ -32,6 +37,7 @@ from reasoning_service.models import (
 )
 from reasoning_service.service.container import Services, build_services
 from reasoning_service.service.examples import load_example_cases
+from reasoning_service.service.jobs import WorkerTiming
 from reasoning_service.settings import Settings
 from reasoning_service.store.comparisons import shadow_report
 from reasoning_service.store.keys import (
@@ -60,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(run_criteria(settings, args))
         if args.command == "demo":
             settings = _demo_settings(settings)
+        if args.command == "worker":
+            configure_logging(settings.log_level, log_format=settings.log_format)
         return asyncio.run(_with_services(settings, lambda s: args.run(s, args, console)))
     except (ReasoningError, ValidationError, OSError) as exc:
         Console(stderr=True).print(f"[red]error:[/] {exc}")
@@ -98,6 +106,13 @@ def _parser() -> argparse.ArgumentParser:
     trace = commands.add_parser("trace", help="print the reasoning trace of a stored evaluation")
     trace.add_argument("evaluation_id")
     trace.set_defaults(run=_trace)
+
+    worker = commands.add_parser(
+        "worker", help="run queued asynchronous evaluations (needs REASONING_DATABASE_URL)"
+    )
+    worker.add_argument("--concurrency", type=int, help="default: REASONING_WORKER_CONCURRENCY")
+    worker.add_argument("--name", help="the worker's name in logs")
+    worker.set_defaults(run=_worker)
 
     demo = commands.add_parser("demo", help="evaluate the bundled example case (make run)")
     demo.add_argument(
@@ -269,6 +284,26 @@ def _demo_settings(settings: Settings) -> Settings:
     return settings.model_copy(
         update={"llm_provider": "local", "controller": "react", "tree_search": "lexical"}
     )
+
+
+async def _worker(services: Services, args: argparse.Namespace, console: Console) -> int:
+    """Take jobs from the queue until SIGINT or SIGTERM (service/jobs.py)."""
+    if services.jobs is None:
+        raise ConfigError(
+            "worker: asynchronous evaluations need REASONING_DATABASE_URL=postgresql://…"
+        )
+    settings = services.settings
+    await services.jobs.run_worker(
+        services.evaluations,
+        concurrency=args.concurrency or settings.worker_concurrency,
+        timing=WorkerTiming(
+            heartbeat_s=settings.worker_heartbeat_s,
+            stalled_after_s=settings.worker_stalled_after_s,
+            recover_every_s=settings.worker_heartbeat_s,
+        ),
+        name=args.name,
+    )
+    return 0
 
 
 async def _demo(services: Services, args: argparse.Namespace, console: Console) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -199,6 +199,10 @@ class EvaluationRequest(_Contract):
     """Defaults to the latest stored version."""
     criterion_ids: list[str] | None = Field(default=None, min_length=1)
     """Evaluate only these criteria; all of the policy's when absent."""
+    mode: Literal["sync", "async"] = "sync"
+    """`sync`: the answer is the stored evaluation. `async`: the answer is 202 with a job to
+    poll (`GET /v1/jobs/{job_id}`), run by a worker; needs the PostgreSQL store. The header
+    `Prefer: respond-async` asks for `async` too."""
 
 
 class FhirEvaluationRequest(_Contract):

@@ -28,8 +28,8 @@ from reasoning_service.models import (
 )
 from reasoning_service.models.result import ReasonCode
 from reasoning_service.models.task import Controller, CriterionTask
+from reasoning_service.store.base import Store
 from reasoning_service.store.comparisons import ShadowComparison, save_comparisons
-from reasoning_service.store.sqlite import Store
 
 __all__ = ["ShadowRunner", "compare"]
 

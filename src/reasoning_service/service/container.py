@@ -25,10 +25,11 @@ from reasoning_service.rollout.routing import Router
 from reasoning_service.rollout.shadow import ShadowRunner
 from reasoning_service.service.admission import Admission
 from reasoning_service.service.evaluation import EvaluationService
+from reasoning_service.service.jobs import JobQueue
 from reasoning_service.service.policies import PolicyService, TreeLimits
 from reasoning_service.service.readiness import Readiness
 from reasoning_service.settings import Settings
-from reasoning_service.store import SqliteStore, Store
+from reasoning_service.store import Store, open_store
 from reasoning_service.tools.citations import CitationRules
 from reasoning_service.tools.tree_search import LexicalTreeSearch, LLMTreeSearch, TreeSearch
 from retrieval.service import RetrievalService
@@ -59,9 +60,14 @@ class Services:
     llm: LLMClient | None = None
     local_server: LocalLlamaServer | None = None
     """The llama.cpp server this process started for the `local` provider."""
+    jobs: JobQueue | None = None
+    """Asynchronous evaluations; None on SQLite (the queue lives in PostgreSQL)."""
 
     async def aclose(self) -> None:
-        """Stop in dependency order: shadow runs use the LLM, the LLM uses the local server."""
+        """Stop in dependency order: shadow runs use the LLM, the LLM uses the local server;
+        the queue and everything else use the store."""
+        if self.jobs is not None:
+            await self.jobs.aclose()
         if self.shadow is not None:
             await self.shadow.aclose()
         if self.llm is not None:
@@ -81,7 +87,11 @@ async def build_services(
     `llm` replaces the client built from settings (tests pass a `ScriptedLLM`); it is wrapped
     for recording like any other, so traces keep every call.
     """
-    store = store or SqliteStore(settings.db_path, mask=SecretMask(settings.secret_values()))
+    store = store or open_store(
+        settings.store_url,
+        mask=SecretMask(settings.secret_values()),
+        pool_size=settings.db_pool_size,
+    )
     retrieval = RetrievalService()
     library = ConditionsLibrary.from_folder(settings.examples_dir)
     limits = TreeLimits(settings.max_policy_nodes, settings.max_policy_depth)
@@ -129,6 +139,9 @@ async def build_services(
         metrics=metrics,
         shadow=shadow,
     )
+    jobs = None
+    if store.kind == "postgresql" and settings.database_url is not None:
+        jobs = await JobQueue(settings.database_url, store).open()
     logger.info("services ready", extra={"policies_indexed": indexed})
     return Services(
         settings=settings,
@@ -149,6 +162,7 @@ async def build_services(
         shadow=shadow,
         llm=llm,
         local_server=local_server,
+        jobs=jobs,
     )
 
 

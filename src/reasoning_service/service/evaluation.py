@@ -56,10 +56,12 @@ class EvaluationService:
         *,
         owner: str | None = None,
         idempotency: Idempotency | None = None,
+        job_id: str | None = None,
     ) -> EvaluationResult:
         """Evaluate, combine by the policy logic, store, and return the evaluation.
 
-        `idempotency` is stored in the evaluation's row (unique), so a retry cannot store twice.
+        `idempotency` and `job_id` (an asynchronous job's) are stored in the evaluation's row,
+        each unique, so neither a retry nor a job run twice can store twice.
         """
         started = time.perf_counter()
         policy = await self._policies.get(request.policy_id, request.policy_version)
@@ -73,7 +75,12 @@ class EvaluationService:
         )
         traces = {t.criterion.criterion_id: t.trace for t in tasks}
         await self._store.save_evaluation(
-            result, case=request.case, traces=traces, owner=owner, idempotency=idempotency
+            result,
+            case=request.case,
+            traces=traces,
+            owner=owner,
+            idempotency=idempotency,
+            job_id=job_id,
         )
         if self._metrics is not None:
             self._metrics.observe_evaluation(result)

@@ -62,7 +62,7 @@ class Readiness:
 
     async def _ask(self) -> ReadinessReport:
         try:
-            policies = await self._store.run(lambda db: db["policies"].count)
+            policies = await self._store.run(lambda tables: tables.count("policies"))
         except StoreError as exc:
             logger.warning("readiness: the store failed", exc_info=exc)
             policies, ready = 0, False

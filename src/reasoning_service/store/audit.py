@@ -12,9 +12,9 @@ import datetime as dt
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-from sqlite_utils import Database
 
-from reasoning_service.store.sqlite import Store
+from reasoning_service.store.base import Store
+from reasoning_service.store.tables import Tables
 
 __all__ = ["AuditEntry", "list_audit", "record_audit"]
 
@@ -38,13 +38,13 @@ class AuditEntry(BaseModel):
 
 async def record_audit(store: Store, entry: AuditEntry) -> None:
     row = entry.model_dump(mode="json")
-    await store.run(lambda db: db["audit_log"].insert(row))
+    await store.run(lambda tables: tables.insert("audit_log", row))
 
 
 async def list_audit(store: Store, *, limit: int = 100) -> list[AuditEntry]:
     """The newest `limit` entries, newest first."""
 
-    def read(db: Database) -> list[dict[str, Any]]:
-        return list(db["audit_log"].rows_where(order_by="audit_id desc", limit=limit))
+    def read(tables: Tables) -> list[dict[str, Any]]:
+        return tables.select("audit_log", order_by="audit_id desc", limit=limit)
 
     return [AuditEntry.model_validate(r) for r in await store.run(read)]

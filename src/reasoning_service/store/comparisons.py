@@ -10,9 +10,9 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-from sqlite_utils import Database
 
-from reasoning_service.store.sqlite import Store
+from reasoning_service.store.base import Store
+from reasoning_service.store.tables import Tables
 
 __all__ = [
     "AgreementCount",
@@ -88,7 +88,7 @@ def _row(c: ShadowComparison) -> dict[str, Any]:
 
 async def save_comparisons(store: Store, comparisons: list[ShadowComparison]) -> None:
     rows = [_row(c) for c in comparisons]
-    await store.run(lambda db: db["shadow_comparisons"].insert_all(rows))
+    await store.run(lambda tables: tables.insert_all("shadow_comparisons", rows))
 
 
 async def list_comparisons(
@@ -96,13 +96,12 @@ async def list_comparisons(
 ) -> list[ShadowComparison]:
     until = until or dt.datetime.now(dt.UTC)
 
-    def read(db: Database) -> list[dict[str, Any]]:
-        return list(
-            db["shadow_comparisons"].rows_where(
-                "created_at >= ? and created_at <= ?",
-                [since.isoformat(), until.isoformat()],
-                order_by="created_at",
-            )
+    def read(tables: Tables) -> list[dict[str, Any]]:
+        return tables.select(
+            "shadow_comparisons",
+            "created_at >= ? and created_at <= ?",
+            [since.isoformat(), until.isoformat()],
+            order_by="created_at",
         )
 
     return [ShadowComparison.model_validate(r) for r in await store.run(read)]

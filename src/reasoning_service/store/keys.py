@@ -16,10 +16,9 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from sqlite_utils import Database
-
 from reasoning_service.errors import ConflictError, NotFoundError
-from reasoning_service.store.sqlite import Store
+from reasoning_service.store.base import Store
+from reasoning_service.store.tables import Tables
 
 __all__ = [
     "ApiKey",
@@ -85,7 +84,7 @@ async def create_api_key(
         "expires_at": expires_at.isoformat() if expires_at else None,
         "rotated_at": None,
     }
-    await store.run(lambda db: db["api_keys"].insert(row))
+    await store.run(lambda tables: tables.insert("api_keys", row))
     return _from_row(row), plaintext
 
 
@@ -93,8 +92,8 @@ async def find_api_key(store: Store, plaintext: str) -> ApiKey | None:
     """The live (not revoked, not expired) key whose hash matches, or None."""
     digest = hash_key(plaintext)
 
-    def read(db: Database) -> list[dict[str, Any]]:
-        return list(db["api_keys"].rows_where("key_sha256 = ?", [digest], limit=1))
+    def read(tables: Tables) -> list[dict[str, Any]]:
+        return tables.select("api_keys", "key_sha256 = ?", [digest], limit=1)
 
     rows = await store.run(read)
     if not rows or not secrets.compare_digest(rows[0]["key_sha256"], digest):
@@ -106,7 +105,7 @@ async def find_api_key(store: Store, plaintext: str) -> ApiKey | None:
 async def list_api_keys(store: Store, *, include_revoked: bool = True) -> list[ApiKey]:
     """Every key, oldest first (never a secret or a hash)."""
     where = None if include_revoked else "revoked_at is null"
-    rows = await store.run(lambda db: list(db["api_keys"].rows_where(where, order_by="created_at")))
+    rows = await store.run(lambda tables: tables.select("api_keys", where, order_by="created_at"))
     return [_from_row(r) for r in rows]
 
 
@@ -117,11 +116,11 @@ async def revoke_api_key(store: Store, key_id: str) -> ApiKey:
         NotFoundError: no key has this id.
     """
 
-    def revoke(db: Database) -> dict[str, Any]:
-        row = _row_of(db, key_id)
+    def revoke(tables: Tables) -> dict[str, Any]:
+        row = _row_of(tables, key_id)
         if row["revoked_at"] is None:
             row["revoked_at"] = _now().isoformat()
-            db["api_keys"].update(key_id, {"revoked_at": row["revoked_at"]})
+            tables.update("api_keys", {"revoked_at": row["revoked_at"]}, "key_id = ?", [key_id])
         return row
 
     return _from_row(await store.run(revoke))
@@ -136,19 +135,20 @@ async def rotate_api_key(store: Store, key_id: str) -> tuple[ApiKey, str]:
     """
     plaintext = _new_plaintext(key_id)
 
-    def rotate(db: Database) -> dict[str, Any]:
-        row = _row_of(db, key_id)
+    def rotate(tables: Tables) -> dict[str, Any]:
+        row = _row_of(tables, key_id)
         if row["revoked_at"] is not None:
             raise ConflictError("key_id: the key is revoked; create a new one instead")
         row.update(key_sha256=hash_key(plaintext), rotated_at=_now().isoformat())
-        db["api_keys"].update(key_id, {k: row[k] for k in ("key_sha256", "rotated_at")})
+        values = {k: row[k] for k in ("key_sha256", "rotated_at")}
+        tables.update("api_keys", values, "key_id = ?", [key_id])
         return row
 
     return _from_row(await store.run(rotate)), plaintext
 
 
-def _row_of(db: Database, key_id: str) -> dict[str, Any]:
-    rows = list(db["api_keys"].rows_where("key_id = ?", [key_id], limit=1))
+def _row_of(tables: Tables, key_id: str) -> dict[str, Any]:
+    rows = tables.select("api_keys", "key_id = ?", [key_id], limit=1)
     if not rows:
         raise NotFoundError("key_id: no API key has this id")
     return rows[0]

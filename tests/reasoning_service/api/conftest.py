@@ -14,7 +14,7 @@ import pytest
 
 from reasoning_service.api.app import create_app
 from reasoning_service.settings import Settings
-from reasoning_service.store import SqliteStore
+from reasoning_service.store import open_store
 from reasoning_service.store.keys import create_api_key
 from reasoning_service.testing.live_server import LiveServer
 
@@ -28,11 +28,12 @@ def settings(tmp_path: Path) -> Settings:
     return make_settings(tmp_path / "service.db")
 
 
-def new_key(db_path: Path, *, admin: bool = False) -> str:
-    """Create an API key in the database at `db_path` and return it (as the CLI would)."""
+def new_key(db: Path | str, *, admin: bool = False) -> str:
+    """Create an API key in the database (a SQLite file or a URL) and return it, as the CLI
+    would."""
 
     async def create() -> str:
-        store = SqliteStore(db_path)
+        store = open_store(db if isinstance(db, str) else f"sqlite:///{db}")
         try:
             return (await create_api_key(store, admin=admin))[1]
         finally:

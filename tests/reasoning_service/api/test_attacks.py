@@ -22,7 +22,7 @@ from tests.reasoning_service.api.conftest import bearer, make_settings, new_key
 from reasoning_service.api.app import create_app
 from reasoning_service.api.errors import UnexpectedErrorMiddleware
 from reasoning_service.logging_setup import RequestIdMiddleware, SecretMask, configure_logging
-from reasoning_service.store import SqliteStore
+from reasoning_service.store import SqliteStore, open_store
 from reasoning_service.store.keys import create_api_key
 from reasoning_service.testing.live_server import LiveServer
 from reasoning_service.testing.scripted_server import ScriptedServer, http_error
@@ -56,8 +56,17 @@ def http(live, admin_key):
         yield client
 
 
-def evaluation_count(db_path: Path) -> int:
-    return sqlite3.connect(db_path).execute("select count(*) from evaluations").fetchone()[0]
+def evaluation_count(db: Path | str) -> int:
+    """Evaluations stored in a SQLite file or the database a URL names."""
+
+    async def count() -> int:
+        store = open_store(db if isinstance(db, str) else f"sqlite:///{db}")
+        try:
+            return await store.run(lambda tables: tables.count("evaluations"))
+        finally:
+            await store.aclose()
+
+    return asyncio.run(count())
 
 
 # --- 1. bounded input -------------------------------------------------------------------------
@@ -389,10 +398,10 @@ def test_audited_actions_leave_rows_without_case_data(live, http, settings, cpap
 
 
 def test_a_retry_with_the_same_idempotency_key_returns_the_first_evaluation(
-    tmp_path, cpap_case_json
+    database_url, tmp_path, cpap_case_json
 ):
-    settings = make_settings(tmp_path / "db.sqlite")
-    alice, bob = new_key(settings.db_path), new_key(settings.db_path)
+    settings = make_settings(tmp_path / "unused.db", database_url=database_url)
+    alice, bob = new_key(settings.store_url), new_key(settings.store_url)
     body = {"case": cpap_case_json, **ONE_CRITERION}
     retry = {"Idempotency-Key": "order-42"}
     with LiveServer(create_app(settings)) as server:
@@ -422,7 +431,7 @@ def test_a_retry_with_the_same_idempotency_key_returns_the_first_evaluation(
     assert other_key.status_code == 201
     assert other_key.json()["evaluation_id"] != first.json()["evaluation_id"]
     assert "Idempotency-Key" in assert_error(bad_header, 422, "invalid_request")["message"]
-    assert evaluation_count(settings.db_path) == 2
+    assert evaluation_count(settings.store_url) == 2
 
     with LiveServer(create_app(settings)) as restarted:  # the key survives a restart
         after = httpx.post(
@@ -430,7 +439,7 @@ def test_a_retry_with_the_same_idempotency_key_returns_the_first_evaluation(
         )
     assert after.status_code == 200
     assert after.json()["evaluation_id"] == first.json()["evaluation_id"]
-    assert evaluation_count(settings.db_path) == 2
+    assert evaluation_count(settings.store_url) == 2
 
 
 def test_simultaneous_requests_with_one_idempotency_key_yield_one_evaluation(

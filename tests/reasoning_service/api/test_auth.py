@@ -58,9 +58,10 @@ def test_metrics_can_require_a_key(tmp_path):
         assert httpx.get(live.url + "/healthz").status_code == 200
 
 
-def test_a_key_reads_only_its_own_evaluations_unless_admin(settings, cpap_case_json):
-    alice, bob = new_key(settings.db_path), new_key(settings.db_path)
-    admin = new_key(settings.db_path, admin=True)
+def test_a_key_reads_only_its_own_evaluations_unless_admin(database_url, tmp_path, cpap_case_json):
+    settings = make_settings(tmp_path / "unused.db", database_url=database_url)
+    alice, bob = new_key(settings.store_url), new_key(settings.store_url)
+    admin = new_key(settings.store_url, admin=True)
     with LiveServer(create_app(settings)) as live:
         created = httpx.post(
             live.url + "/v1/evaluations",
@@ -81,6 +82,10 @@ def test_a_key_reads_only_its_own_evaluations_unless_admin(settings, cpap_case_j
         report = httpx.get(live.url + "/v1/shadow/report", headers=bearer(bob))
         assert report.status_code == 403 and "admin" in report.json()["message"]
         assert httpx.get(live.url + "/v1/shadow/report", headers=bearer(admin)).status_code == 200
+        audit = httpx.get(live.url + "/v1/admin/audit", headers=bearer(admin)).json()
+        assert {"evaluation.create", "evaluation.read", "evaluation.trace"} <= {
+            entry["action"] for entry in audit
+        }
 
 
 def test_only_the_hash_of_a_key_is_stored(settings):

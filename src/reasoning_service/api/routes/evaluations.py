@@ -2,8 +2,10 @@
 
 The body of `POST /v1/evaluations` is a case bundle request (`{"case": …}`) or a FHIR one
 (`{"fhir_bundle": …}`, docs/fhir.md); `GET /v1/evaluations/{id}?format=fhir` answers with a
-ClaimResponse and a QuestionnaireResponse. Each route writes an audit row (`api/audit.py`):
-key id, action, evaluation id, outcome.
+ClaimResponse and a QuestionnaireResponse. `"mode": "async"` (or `Prefer: respond-async`)
+queues the evaluation instead and answers 202 with a job to poll (`api/routes/jobs.py`); that
+needs the PostgreSQL store. Each route writes an audit row (`api/audit.py`): key id, action,
+evaluation id, outcome.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from reasoning_service.api.errors import BODY_VARIANTS
 from reasoning_service.api.idempotency import idempotency_of
 from reasoning_service.api.limits import check_evaluation_limits
 from reasoning_service.api.review_links import signed_review_path
+from reasoning_service.api.routes.jobs import JobResponse, job_response
 from reasoning_service.errors import InvalidInputError, NotFoundError
 from reasoning_service.fhir import FhirLimits, case_from_fhir
 from reasoning_service.fhir.outbound import evaluation_bundle
@@ -83,16 +86,21 @@ class TraceResponse(BaseModel):
     "",
     status_code=status.HTTP_201_CREATED,
     response_model=EvaluationResult,
-    responses={200: {"model": EvaluationResult, "description": "A retry: the stored result."}},
+    responses={
+        200: {"model": EvaluationResult, "description": "A retry: the stored result."},
+        202: {"model": JobResponse, "description": "Queued (`mode: async`): poll the job."},
+    },
 )
 async def create_evaluation(
     body: Annotated[EvaluationBody, Body()],
     response: Response,
+    http: Request,
     services: ServicesDep,
     caller: CallerDep,
     locks: IdempotencyLocksDep,
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
-) -> EvaluationResult:
+    prefer: Annotated[str | None, Header(alias="Prefer")] = None,
+) -> EvaluationResult | JSONResponse:
     """Evaluate a case bundle against a stored policy; the result is stored before it returns.
 
     With an `Idempotency-Key` header (per API key), a retry with the same body returns the
@@ -101,7 +109,14 @@ async def create_evaluation(
 
     Only so many evaluations run at once and few wait (service/admission.py): past that the
     answer is 503 with `Retry-After`, at once, rather than a queue that slows everyone down.
+
+    With `"mode": "async"` or `Prefer: respond-async`: 202 with the job (its id, state and
+    `status_url`), at once; a retry with the same `Idempotency-Key` gets the first job. 422 on
+    a service whose store is SQLite.
     """
+    if getattr(body, "mode", None) == "async" or _prefers_async(prefer):
+        request = await _case_request(body, services.settings)
+        return await _submit(request, http, services, caller, idempotency_key)
     async with audited(services, caller, "evaluation.create") as audit:
         audit.status_code = 201
         request = await _case_request(body, services.settings)
@@ -150,6 +165,46 @@ async def _case_request(
         policy_version=body.policy_version,
         criterion_ids=body.criterion_ids,
     )
+
+
+def _prefers_async(prefer: str | None) -> bool:
+    """`Prefer: respond-async` (RFC 7240), among other preferences or alone."""
+    if not prefer:
+        return False
+    return any(p.split(";")[0].strip().lower() == "respond-async" for p in prefer.split(","))
+
+
+async def _submit(
+    request: EvaluationRequest,
+    http: Request,
+    services: ServicesDep,
+    caller: CallerDep,
+    idempotency_key: str | None,
+) -> JSONResponse:
+    async with audited(services, caller, "job.create") as audit:
+        audit.status_code = 202
+        if services.jobs is None:
+            raise InvalidInputError(
+                "mode: asynchronous evaluations need the PostgreSQL store "
+                "(REASONING_DATABASE_URL=postgresql://…) and a `reasoning-service worker`; "
+                "this service stores in SQLite: send the request without `mode: async`"
+            )
+        check_evaluation_limits(request, services.settings)
+        request = request.model_copy(update={"mode": "async"})
+        idempotency = idempotency_of(idempotency_key, caller.key_id, request)
+        job = await services.jobs.submit(request, owner=caller.key_id, idempotency=idempotency)
+        audit.resource = job.job_id
+        if job.replayed:
+            audit.outcome = "replayed"
+        body = job_response(job, http)
+        headers = {"Location": body.status_url}
+        if job.replayed:
+            headers["Idempotent-Replayed"] = "true"
+        return JSONResponse(
+            status_code=status.HTTP_202_ACCEPTED,
+            content=body.model_dump(mode="json"),
+            headers=headers,
+        )
 
 
 def _masked(result: EvaluationResult, mask: SecretMask) -> EvaluationResult:
