@@ -361,6 +361,13 @@ class CaseReading:
             heads = self.context.stances(sentence.text, [_head(sentence.text, *s) for s in spans])
             for (start, end), by_name, by_head in zip(spans, whole, heads, strict=True):
                 stance = by_name if _negates_itself(sentence.text[start:end]) else by_name | by_head
+                if stance.negated and _RECURRENCE.match(sentence.text, end):
+                    # "no myocardial infarction since 2024": denies a new one, affirms the old
+                    stance = Stance(
+                        family=stance.family,
+                        hypothetical=stance.hypothetical,
+                        possible=stance.possible,
+                    )
                 mentions.append(Mention(sentence, start, end, stance))
         return mentions
 
@@ -447,6 +454,10 @@ _HISTORY_PREFIX = re.compile(
 )
 """Words at the start of a name that ConText reads as its own cue ("No history of stroke")."""
 
+_RECURRENCE = re.compile(
+    r"\s*since\s+(?:\d|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|the\b|then\b|that\b)",
+    re.I,
+)
 _SELF_NEGATION = re.compile(r"\b(?:no|not|non|never|without|unable|fail(?:ed|s)?|un\w+)\b", re.I)
 
 _PATTERN_CACHE: dict[tuple[str, ...], list[re.Pattern[str]]] = {}
