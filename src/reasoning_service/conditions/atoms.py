@@ -276,6 +276,8 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
             )
         )
     for mention in _about(reading.mentions(names)):
+        if _planned(mention, reading):
+            continue  # "visit on 04/08/2026" after the case's date: a plan, not a finding
         if mention.stance.possible and not mention.stance.negated:
             says = _Says.VAGUE
         else:
@@ -290,6 +292,14 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
             )
         )
     return observations
+
+
+def _planned(mention: Mention, reading: CaseReading) -> bool:
+    """A mention dated after the case's `as_of` in its own sentence is something planned."""
+    sentence = mention.sentence
+    written = sentence.date or reading.as_of
+    later = any(point.date > reading.as_of for point in find_dates(sentence.text, written))
+    return later and not mention.stance.negated
 
 
 def fact_presence(view: FactView, reading: CaseReading) -> bool | None:
