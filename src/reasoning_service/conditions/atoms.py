@@ -450,7 +450,7 @@ def _in_unit(
 
 
 def _measured_on(text: str, measured: Measured, written: dt.date) -> dt.date | None:
-    """The date a sentence gives its value ("EF 55% (2021)", "LVEF 30% on 2026-01-05"), if any:
+    """The date a sentence gives its value ("HbA1c 8.1% (2021)", "HbA1c 7.2% on 2026-01-05"), if any:
     for `select: latest`, an old value quoted in a new note is still old."""
     points = [p for p in find_dates(text, written) if abs(p.start - measured.end) <= 30]
     if not points:
@@ -460,7 +460,7 @@ def _measured_on(text: str, measured: Measured, written: dt.date) -> dt.date | N
 
 def _qualified(mention: Mention, words: tuple[str, ...], reading: CaseReading) -> bool:
     """Whether one of `words` stands right before the mention ("Residual AHI") or in the title
-    of its document ("CPAP download report")."""
+    of its document ("device download report")."""
     if not words:
         return False
     before = mention.sentence.text[max(0, mention.start - 30) : mention.start]
@@ -823,7 +823,7 @@ def _category(
 def _nearest_value(
     text: str, mention: Mention, value_names: dict[str, tuple[str, ...]], reading: CaseReading
 ) -> list[str]:
-    """The value named closest to the concept, after it ("NYHA class III") or before it
+    """The value named closest to the concept, after it ("GOLD stage 3") or before it
     ("continued coverage after the initial period" is continued)."""
     after_start = mention.end
     before_start = max(0, mention.start - _WINDOW_BEFORE)

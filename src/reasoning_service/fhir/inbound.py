@@ -522,7 +522,7 @@ def _text_of(concept: Any) -> str:
 
 
 def _name(concept: Any) -> str:
-    """A field name from a concept's text (`Apnea-hypopnea index` -> `apnea_hypopnea_index`)."""
+    """A field name from a concept's text (`Hemoglobin A1c` -> `hemoglobin_a1c`)."""
     words = re.findall(r"[a-z0-9]+", _text_of(concept).lower())
     return "_".join(words)[:120] or "unnamed"
 
