@@ -11,7 +11,9 @@ gives every stage:
 - `raw`: the model's own answer word;
 - `verified`: what code makes of it (`model_state`): a "yes" counts only when its cited ids were
   shown, verify, and show the patient's side with no negation, relative or hypothetical;
-- `checked`: the same after the negated question (a second "yes" turns the first into unknown).
+- `checked`: the same after the negated question (a second "yes" turns the first into unknown);
+- `code`: code's own verdict on the atom, without the model (the baseline);
+- `merged`: `merge_states(code, checked)`, the atom state the service goes on with.
 
 Conflicting counts as `unknown` (both are the safe side). Per stage: accuracy and wrong "yes"
 (a "yes" where gold is `no` or `unknown`) over the questions whose gold is not "yes".
@@ -33,6 +35,7 @@ from pydantic import BaseModel, ConfigDict
 from reasoning_service.conditions.atom_questions import (
     AtomAsked,
     AtomQuestionController,
+    merge_states,
     snippets_for,
 )
 from reasoning_service.conditions.controller import evaluate_conditions
@@ -50,7 +53,7 @@ __all__ = [
 ]
 
 Gold = Literal["yes", "no", "unknown"]
-STAGES = ("raw", "verified", "checked")
+STAGES = ("raw", "verified", "checked", "code", "merged")
 
 
 class AtomQuestion(BaseModel):
@@ -79,6 +82,8 @@ class QuestionOutcome:
     raw: str
     verified: str
     checked: str
+    code: str
+    merged: str
     parsed: bool
     ids_valid: bool
     stale: bool
@@ -161,7 +166,7 @@ async def _ask(
     started = time.perf_counter()
     asked = await controller.ask_atom(task, atom, code, snippets)
     seconds = time.perf_counter() - started
-    return _outcome(question, asked, seconds, stale, _cached(asked, cache_log))
+    return _outcome(question, asked, code.state, seconds, stale, _cached(asked, cache_log))
 
 
 def _cached(asked: AtomAsked, cache_log: PromptCacheLog | None) -> int | None:
@@ -178,7 +183,12 @@ def _cached(asked: AtomAsked, cache_log: PromptCacheLog | None) -> int | None:
 
 
 def _outcome(
-    question: AtomQuestion, asked: AtomAsked, seconds: float, stale: bool, cached: int | None
+    question: AtomQuestion,
+    asked: AtomAsked,
+    code: AtomState,
+    seconds: float,
+    stale: bool,
+    cached: int | None,
 ) -> QuestionOutcome:
     return QuestionOutcome(
         id=question.id,
@@ -186,6 +196,8 @@ def _outcome(
         raw=asked.answer.answer if asked.answer else "unknown",
         verified=_as_word(asked.said),
         checked=_as_word(asked.final),
+        code=_as_word(code),
+        merged=_as_word(merge_states(code, asked.final)),
         parsed=asked.answer is not None,
         ids_valid=asked.answer is not None and asked.ids_valid,
         stale=stale,

@@ -70,11 +70,13 @@ async def test_an_always_yes_model_gets_no_wrong_yes_past_the_checks(tmp_path: P
     assert stages["raw"]["wrong_yes"] == not_yes
     assert stages["verified"]["wrong_yes"] < not_yes  # negated, family, plans: code says no
     assert stages["checked"]["wrong_yes"] == 0  # "yes" both ways is never a "yes"
+    assert stages["merged"]["wrong_yes"] == 0
 
 
 def outcome(gold: str, raw: str, verified: str, checked: str, seconds: float) -> QuestionOutcome:
     return QuestionOutcome(
-        id=f"q{seconds}", gold=gold, raw=raw, verified=verified, checked=checked, parsed=True,
+        id=f"q{seconds}", gold=gold, raw=raw, verified=verified, checked=checked,
+        code="unknown", merged=checked, parsed=True,
         ids_valid=True, stale=False, seconds=seconds, calls=2, prompt_tokens=300,
         cached_tokens=200, output_tokens=20,
     )  # fmt: skip
