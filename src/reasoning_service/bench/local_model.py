@@ -2,10 +2,12 @@
 
 Starts llama.cpp on 127.0.0.1 with the configured `REASONING_LOCAL_MODEL` and runs the atom
 question controller exactly as the `local` provider does (constrained JSON, the negated-question
-check, `atoms-local-v1`) over a few labeled criteria that have conditions, one at a time, until a
-wall-time deadline. Reports seconds, input tokens and LLM calls per criterion, and the share of
-input tokens the server served from its prompt cache (read from its log: llama-cpp-python's
-server does not report cached tokens in `usage`).
+check, `atoms-local-v1`) over labeled criteria that have conditions, one at a time, until
+`criteria` of them have asked the model or a wall-time deadline passes. Criteria that code
+decided alone (no LLM call) are counted but left out of the per-criterion numbers. Reports seconds,
+input tokens and LLM calls per criterion, and the share of input tokens the server served from
+its prompt cache (read from its log: llama-cpp-python's server does not report cached tokens in
+`usage`).
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ async def run_local_model(
     model = find_model(settings.models_dir, settings.local_model)
     if not is_runtime_installed() or model is None:
         return {"skipped": f"llama.cpp runtime or {settings.local_model} not installed"}
-    chosen = pick_criteria(data, examples, criteria)
+    chosen = pick_criteria(data, examples, len(examples))
     async with LocalLlamaServer(
         model, n_threads=settings.local_threads, model_alias=settings.local_model
     ) as server:
@@ -82,7 +84,8 @@ async def run_local_model(
         started = time.perf_counter()
         try:
             for example in chosen:
-                if time.perf_counter() - started > deadline_s:
+                asked = sum(1 for row in rows if row["llm_calls"])
+                if asked >= criteria or time.perf_counter() - started > deadline_s:
                     break
                 result = await controller.evaluate(example.task(data.policies))
                 reused = cache_log.reused() if cache_log else []
@@ -100,14 +103,15 @@ async def run_local_model(
                 )
         finally:
             await llm.aclose()
-    return _summary(settings.local_model, rows, len(chosen), deadline_s)
+    return _summary(settings.local_model, rows, criteria, deadline_s)
 
 
 def _summary(
-    model: str, rows: list[dict[str, Any]], chosen: int, deadline_s: float
+    model: str, all_rows: list[dict[str, Any]], planned: int, deadline_s: float
 ) -> dict[str, Any]:
+    rows = [row for row in all_rows if row["llm_calls"]]
     if not rows:
-        return {"skipped": "no criterion finished before the deadline", "model": model}
+        return {"skipped": "no criterion asked the model before the deadline", "model": model}
     seconds = sorted(row["seconds"] for row in rows)
     tokens = sorted(row["input_tokens"] for row in rows)
     known = [row for row in rows if row["cached_input_tokens"] is not None]
@@ -115,7 +119,8 @@ def _summary(
     return {
         "model": model,
         "criteria": len(rows),
-        "criteria_planned": chosen,
+        "criteria_planned": planned,
+        "criteria_decided_by_code_alone": len(all_rows) - len(rows),
         "deadline_s": deadline_s,
         "seconds_per_criterion": {
             "p50": round(percentile(seconds, 50), 2),
@@ -132,5 +137,5 @@ def _summary(
         if known_input
         else None,
         "status_accuracy": round(sum(row["correct"] for row in rows) / len(rows), 3),
-        "rows": rows,
+        "rows": all_rows,
     }

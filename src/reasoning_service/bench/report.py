@@ -144,9 +144,10 @@ def _local_model(section: dict[str, Any]) -> list[str]:
               tokens["p50"], tokens["mean"], section["llm_calls_per_criterion"],
               section["cached_share_of_input"], section["status_accuracy"])],
         ),
-        f"One criterion at a time, {section['criteria']} of {section['criteria_planned']} "
-        f"planned within {section['deadline_s']:.0f} s; the cached share is read from the "
-        "server's log. CPU timings depend on what else runs on the machine.",
+        f"Criteria that asked the model, one at a time: {section['criteria']} of "
+        f"{section['criteria_planned']} planned within {section['deadline_s']:.0f} s "
+        f"({section['criteria_decided_by_code_alone']} more were decided by code alone); the "
+        "cached share is read from the server's log. CPU timings depend on what else runs.",
     ]  # fmt: skip
 
 
