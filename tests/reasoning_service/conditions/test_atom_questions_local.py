@@ -192,3 +192,13 @@ def test_the_prompt_cache_log_gives_reused_tokens_per_request(tmp_path: Path):
         out.write("Llama.generate: 12 prefix-match hit, remaining")  # still running
     assert cache.reused() == [0, 230, -1]
     assert cache.reused() == []
+
+
+def test_start_up_converts_every_answer_schema_to_a_grammar_when_the_runtime_is_here():
+    from reasoning_service.llm.local_server import is_runtime_installed
+    from reasoning_service.service.container import check_atom_schemas
+
+    if not is_runtime_installed():
+        pytest.skip("llama.cpp runtime not installed (make setup-local)")
+    local = Settings(llm_provider="local", llm_base_url="http://127.0.0.1:1/v1")
+    assert check_atom_schemas(local) == 27  # in a child interpreter, ~1 s
