@@ -538,6 +538,11 @@ class AtomQuestionController:
         outcome = AtomAsked(answer, ids, ids_valid, verified, said, replies=(reply,))
         if not (self._check_yes and said is AtomState.HOLDS):
             return outcome
+        if run.usage.total_tokens + reply.usage.input_tokens > self._token_budget:
+            # The "yes" cannot be checked within the budget, so it does not stand alone.
+            run.step(StepKind.OBSERVATION, f"{question.atom.id}: token budget, not checked")
+            return AtomAsked(answer, ids, ids_valid, verified, said, negated_asked=True,
+                             replies=(reply,))  # fmt: skip
         negated_reply = await self._ask(task, run, question, negated_question_for(question.atom))
         negated = parse_answer(negated_reply)
         run.step(

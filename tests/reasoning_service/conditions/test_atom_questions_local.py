@@ -141,6 +141,24 @@ async def test_without_the_check_one_yes_is_enough(server, local_llm, vocabulary
     assert result.status is CriterionStatus.MET
 
 
+async def test_a_yes_that_the_budget_leaves_unchecked_does_not_hold(server, local_llm, vocabulary):
+    server.push(answer("yes", ["S1"]))
+    controller = AtomQuestionController(
+        llm=local_llm,
+        prompt=PROMPT,
+        conditions=ConditionsController(vocabulary),
+        fallback=None,
+        token_budget=10,
+        answer_format="json_schema",
+        check_yes=True,
+    )
+    result = await controller.evaluate(task(make_case(HOLDS_CASE)))
+
+    server.assert_complete()  # no negated question
+    assert result.atoms[0].state is AtomState.CONFLICTING
+    assert result.status is CriterionStatus.UNCERTAIN
+
+
 def test_a_schema_exists_for_every_id_set_the_snippets_can_show():
     schemas = answer_schemas()
     assert (
