@@ -16,6 +16,7 @@ from reasoning_service.errors import ConfigError
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 ToolCallingMode = Literal["native", "forced", "text"]
+AtomAnswerFormat = Literal["tool", "json_schema"]
 
 
 def check_controller_mode(value: str) -> str:
@@ -122,8 +123,16 @@ class Settings(BaseSettings):
     atom_questions: bool = True
     """Criteria with conditions: code decides the atoms it can and the model answers one narrow
     question per remaining atom, instead of the ReAct loop (docs/conditions.md)."""
-    atom_prompt_id: str = "atoms-v1"
-    """Versioned system prompt of the atom questions, under `prompts_dir`."""
+    atom_prompt_id: str | None = None
+    """Versioned system prompt of the atom questions, under `prompts_dir`. Unset: `atoms-local-v1`
+    (short, for a stable cached prefix) for the `local` provider, `atoms-v1` for the others."""
+    atom_answer_format: AtomAnswerFormat | None = None
+    """How the model answers an atom question: a forced `tool` call, or `json_schema`-constrained
+    JSON text (llama.cpp's grammar: valid JSON, ids only from the snippets shown). Unset:
+    `json_schema` for the `local` provider, `tool` for the others."""
+    atom_check_yes: bool | None = None
+    """Ask every "yes" that would hold again in negated form; a second "yes" makes the atom
+    conflicting. Unset: on for the `local` provider (small models say "yes" too easily)."""
     max_iterations: int = Field(default=10, ge=1, le=50)
     token_budget: int = Field(default=6000, ge=500)
     """Input plus output tokens per criterion, checked before each LLM call."""
@@ -261,6 +270,24 @@ class Settings(BaseSettings):
                 "llm_api_key": self.reflection_api_key,
             }
         )
+
+    @property
+    def effective_atom_prompt_id(self) -> str:
+        if self.atom_prompt_id is not None:
+            return self.atom_prompt_id
+        return "atoms-local-v1" if self.llm_provider == "local" else "atoms-v1"
+
+    @property
+    def effective_atom_answer_format(self) -> AtomAnswerFormat:
+        if self.atom_answer_format is not None:
+            return self.atom_answer_format
+        return "json_schema" if self.llm_provider == "local" else "tool"
+
+    @property
+    def effective_atom_check_yes(self) -> bool:
+        if self.atom_check_yes is not None:
+            return self.atom_check_yes
+        return self.llm_provider == "local"
 
     @property
     def effective_tool_calling_mode(self) -> ToolCallingMode:

@@ -37,6 +37,7 @@ def render_markdown(results: dict[str, Any]) -> str:
     parts += _retrieval(results["retrieval_at_scale"])
     parts += _dspy(results["dspy_react_comparison"])
     parts += _load(results["load"])
+    parts += _local_model(results.get("local_model", {"skipped": "not run"}))
     return "\n\n".join(parts) + "\n"
 
 
@@ -126,6 +127,27 @@ def _tokens(section: dict[str, Any]) -> list[str]:
         ),
         f"Cached share of input: {section['cached_share_of_input']}; accuracy of the scripted "
         f"agent: {section['accuracy']}.",
+    ]  # fmt: skip
+
+
+def _local_model(section: dict[str, Any]) -> list[str]:
+    title = "## 8. Local model on the atom path, per criterion"
+    if "skipped" in section:
+        return [title, f"Skipped: {section['skipped']}."]
+    seconds, tokens = section["seconds_per_criterion"], section["input_tokens_per_criterion"]
+    return [
+        title,
+        _table(
+            ["model", "criteria", "s p50", "s p95", "input tokens p50", "input tokens mean",
+             "LLM calls", "cached share of input", "status accuracy"],
+            [(section["model"], section["criteria"], seconds["p50"], seconds["p95"],
+              tokens["p50"], tokens["mean"], section["llm_calls_per_criterion"],
+              section["cached_share_of_input"], section["status_accuracy"])],
+        ),
+        f"Criteria that asked the model, one at a time: {section['criteria']} of "
+        f"{section['criteria_planned']} planned within {section['deadline_s']:.0f} s "
+        f"({section['criteria_decided_by_code_alone']} more were decided by code alone); the "
+        "cached share is read from the server's log. CPU timings depend on what else runs.",
     ]  # fmt: skip
 
 

@@ -18,6 +18,7 @@ from reasoning_service.bench.data import BenchData, load_bench_data
 from reasoning_service.bench.dspy_compare import run_dspy_compare, service_side_row
 from reasoning_service.bench.heuristic_latency import run_heuristic_latency
 from reasoning_service.bench.load import run_load
+from reasoning_service.bench.local_model import run_local_model
 from reasoning_service.bench.report import render_markdown
 from reasoning_service.bench.retrieval_scale import run_retrieval_scale
 from reasoning_service.bench.service_pass import run_service_pass
@@ -37,6 +38,7 @@ SECTIONS = (
     "retrieval_at_scale",
     "dspy_react_comparison",
     "load",
+    "local_model",
 )
 
 
@@ -51,11 +53,15 @@ class BenchConfig:
     retrieval_queries: int
     load_evaluations: int
     """Callers that ask for an evaluation at the same moment in item 7."""
+    local_criteria: int = 0
+    """Criteria the packaged local model decides in item 8 (skipped when 0 or not installed)."""
+    local_deadline_s: float = 0.0
+    """Item 8 starts no criterion after this much wall time."""
 
 
 PROFILES = {
-    "full": BenchConfig("full", None, (1, 10, 100, 500), 1.0, (1, 100, 1000), 300, 200),
-    "quick": BenchConfig("quick", 30, (1, 10, 100), 0.5, (1, 100), 100, 200),
+    "full": BenchConfig("full", None, (1, 10, 100, 500), 1.0, (1, 100, 1000), 300, 200, 10, 900),
+    "quick": BenchConfig("quick", 30, (1, 10, 100), 0.5, (1, 100), 100, 200, 3, 180),
     "smoke": BenchConfig("smoke", 3, (1,), 0.05, (1,), 5, 12),
 }
 
@@ -63,7 +69,8 @@ PROFILES = {
 async def run_bench(
     config: BenchConfig, *, out_dir: Path, data_dir: Path | None = None, log: Any = print
 ) -> dict[str, Any]:
-    """Run the seven benchmarks in order and write the JSON and Markdown results."""
+    """Run the benchmarks in order and write the JSON and Markdown results; item 8 runs only
+    with the local model installed."""
     started = time.perf_counter()
     data = load_bench_data(data_dir)
     examples = data.examples[: config.examples] if config.examples else data.examples
@@ -96,6 +103,10 @@ async def run_bench(
     log(f"[7/7] load: {config.load_evaluations} evaluations at once, /healthz probed")
     results["load"] = await run_load(
         evaluations=config.load_evaluations, examples_dir=settings.examples_dir
+    )
+    log(f"[8] local model: {config.local_criteria} criteria, {config.local_deadline_s:.0f} s")
+    results["local_model"] = await run_local_model(
+        data, examples, criteria=config.local_criteria, deadline_s=config.local_deadline_s
     )
     results["elapsed_s"] = round(time.perf_counter() - started, 1)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -8,10 +8,15 @@ For one criterion:
        conflicting — that the case mentions at all becomes one question: the atom's `question`
        (or one built from its `label`) and at most `MAX_SNIPPETS` numbered snippets of the case
        (sentences that mention the atom's names: S1…, facts named for it: F1…);
-    3. the model answers with one `answer` call `{answer: yes|no|unknown, evidence: [ids],
-       confidence}`; ids resolve to verbatim case text with offsets and are verified;
-    4. the answer becomes a state by code's reading of the cited snippets (`model_state`), and
-       is merged with code's own verdict (`merge_states`);
+    3. the model answers `{answer: yes|no|unknown, evidence: [ids], confidence}`: as one
+       `answer` tool call (hosted models), or as JSON text constrained by `answer_schema`
+       (`answer_format="json_schema"`, for llama.cpp: the grammar puts the evidence ids first
+       and allows only the ids shown); ids resolve to verbatim case text with offsets and are
+       verified;
+    4. the answer becomes a state by code's reading of the cited snippets (`model_state`); with
+       `check_yes`, a "yes" that would hold must survive the same atom asked in its negated form
+       (`negated_question_for`): a second "yes" (or no readable answer) makes it conflicting;
+       the state is merged with code's own verdict (`merge_states`);
     5. code combines all atoms (`conclude`); the model never declares the criterion's status.
 
 Rules for an answer (`yes` means the atom holds, whatever its polarity):
@@ -34,13 +39,16 @@ Errors: an `LLMError` after retries gives the fallback's result (`llm_fallback`)
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from functools import cache
+from typing import Any, Literal
 
+from jsonschema import Draft202012Validator, SchemaError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from reasoning_service.conditions.atoms import fact_presence
@@ -52,7 +60,7 @@ from reasoning_service.conditions.controller import (
     conclude,
     evaluate_conditions,
 )
-from reasoning_service.errors import LLMError, PermanentLLMError
+from reasoning_service.errors import ConfigError, LLMError, PermanentLLMError
 from reasoning_service.llm.base import LLMClient
 from reasoning_service.llm.recording import complete_recorded
 from reasoning_service.models import (
@@ -78,21 +86,32 @@ from reasoning_service.tools.citations import verify_case_evidence
 
 __all__ = [
     "ANSWER",
+    "AnswerFormat",
     "AtomAnswer",
+    "AtomAsked",
     "AtomQuestionController",
     "Snippet",
+    "answer_schema",
+    "answer_schemas",
     "answer_spec",
+    "check_answer_schemas",
     "merge_states",
     "model_state",
+    "negated_question_for",
     "parse_answer",
     "question_for",
     "snippets_for",
 ]
 
+AnswerFormat = Literal["tool", "json_schema"]
+"""How the model answers: one forced `answer` tool call, or JSON text under `answer_schema`."""
+
 ANSWER = "answer"
 MAX_SNIPPETS = 6
 MAX_FACT_SNIPPETS = 2
 SNIPPET_CHARS = 300
+MAX_CITED = 3
+"""Ids a constrained answer may cite: the decisive one first."""
 _ANSWER_DESCRIPTION = (
     "Answer the question: yes, no or unknown, the ids of the snippets that show it "
     "(S1, F2 …), and your confidence from 0 to 1."
@@ -151,9 +170,76 @@ def answer_spec(description: str = _ANSWER_DESCRIPTION) -> ToolSpec:
     )
 
 
+def answer_schema(ids: Sequence[str]) -> dict[str, Any]:
+    """The JSON a constrained model must write for a question showing snippets `ids`.
+
+    Property order is the order llama.cpp's grammar enforces: the evidence first (the model
+    names the decisive snippet before it answers), then the answer, then a confidence. Only the
+    ids shown can be cited, so every citation resolves. llama.cpp does not enforce a number's
+    `minimum`/`maximum`; `AtomAnswer` does."""
+    return {
+        "type": "object",
+        "properties": {
+            "evidence": {
+                "type": "array",
+                "items": {"type": "string", "enum": list(ids)},
+                "maxItems": MAX_CITED,
+            },
+            "answer": {"type": "string", "enum": ["yes", "no", "unknown"]},
+            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        },
+        "required": ["evidence", "answer", "confidence"],
+        "additionalProperties": False,
+    }
+
+
+@cache
+def answer_schemas() -> Mapping[tuple[str, ...], dict[str, Any]]:
+    """The schema of every id set `snippets_for` can show (S1…Sn then F1…Fm, n + m ≤ 6)."""
+    return {
+        ids: answer_schema(ids)
+        for n in range(MAX_SNIPPETS + 1)
+        for m in range(MAX_SNIPPETS + 1 - n)
+        if (ids := tuple(itertools.chain(_ids("S", n), _ids("F", m))))
+    }
+
+
+def _ids(prefix: str, count: int) -> list[str]:
+    return [f"{prefix}{number}" for number in range(1, count + 1)]
+
+
+def check_answer_schemas(
+    compile_schemas: Callable[[list[dict[str, Any]]], None] | None = None,
+) -> int:
+    """Validate every answer schema, and compile them all (e.g. to llama.cpp grammars), once at
+    start-up: llama.cpp silently falls back to unconstrained JSON when a schema does not
+    compile. Returns how many were checked.
+
+    Raises:
+        ConfigError: a schema is invalid (`compile_schemas` raises its own `ConfigError`).
+    """
+    schemas = answer_schemas()
+    for ids, schema in schemas.items():
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as exc:
+            raise ConfigError(f"answer schema for {list(ids)} is invalid: {exc.message}") from exc
+    if compile_schemas is not None:
+        compile_schemas(list(schemas.values()))
+    return len(schemas)
+
+
 def question_for(atom: Atom) -> str:
     """The atom's authored question, or one built from its label (yes = the atom holds)."""
     return atom.question or f"Does the case show this for the patient: {atom.label}?"
+
+
+def negated_question_for(atom: Atom) -> str:
+    """The same atom asked the other way round (yes = the record documents the opposite)."""
+    return (
+        "Is there documentation of the opposite for the patient (absent, denied, ruled out, "
+        f"not done or not true): {atom.label}?"
+    )
 
 
 def snippets_for(atom: Atom, reading: CaseReading) -> list[Snippet]:
@@ -214,8 +300,10 @@ def _sentence_snippet(snippet_id: str, mentions: list[Mention]) -> Snippet:
     )
 
 
-def parse_answer(reply: LLMReply) -> AtomAnswer | None:
+def parse_answer(reply: LLMReply | None) -> AtomAnswer | None:
     """The `answer` call's arguments, else a JSON object in the text; None when neither parses."""
+    if reply is None:
+        return None
     call = next((c for c in reply.tool_calls if c.name == ANSWER), None)
     raw = call.arguments_json if call is not None else None
     if raw is None:
@@ -291,10 +379,41 @@ class _Question:
     snippets: list[Snippet]
 
 
+@dataclass(frozen=True, slots=True)
+class AtomAsked:
+    """What the model said about one atom and what code made of it (the harness reads this)."""
+
+    answer: AtomAnswer | None
+    """The parsed answer; None when the reply did not parse."""
+    ids: list[str]
+    """The cited ids, deduplicated, in the model's order."""
+    ids_valid: bool
+    """Every cited id was shown and its snippet verifies against the case."""
+    verified: list[CaseEvidence]
+    """The cited snippets' verified evidence (empty unless `ids_valid`)."""
+    said: AtomState | None
+    """`model_state` of the answer, before the consistency check."""
+    negated: AtomAnswer | None = None
+    """The answer to the negated question, when it was asked and parsed."""
+    negated_asked: bool = False
+    replies: tuple[LLMReply, ...] = ()
+
+    @property
+    def final(self) -> AtomState | None:
+        """The model's state after the consistency check: a "yes" that holds stands only when
+        the negated question was answered, and not with "yes"."""
+        refuted = self.negated is None or self.negated.answer == "yes"
+        if self.said is AtomState.HOLDS and self.negated_asked and refuted:
+            return AtomState.CONFLICTING
+        return self.said
+
+
 class AtomQuestionController:
     """Decides a criterion that has conditions: code's atoms plus the model's verified answers.
 
     The ReAct controller hands it every criterion with conditions; it reports as `react`.
+    `answer_format="json_schema"` asks for constrained JSON text instead of a tool call (the
+    `local` provider); `check_yes` asks every "yes" that would hold again in negated form.
     """
 
     name = "react"
@@ -309,6 +428,8 @@ class AtomQuestionController:
         token_budget: int = 6000,
         abstain_below: float = 0.65,
         max_output_tokens: int = 200,
+        answer_format: AnswerFormat = "tool",
+        check_yes: bool = False,
     ) -> None:
         self._llm = llm
         self._prompt = prompt
@@ -317,7 +438,10 @@ class AtomQuestionController:
         self._token_budget = token_budget
         self._abstain_below = abstain_below
         self._max_output_tokens = max_output_tokens
+        self._answer_format: AnswerFormat = answer_format
+        self._check_yes = check_yes
         self._spec = answer_spec(prompt.tool_descriptions.get(ANSWER, _ANSWER_DESCRIPTION))
+        self._schemas = answer_schemas()
 
     @property
     def prompt_id(self) -> str:
@@ -365,9 +489,9 @@ class AtomQuestionController:
                 run.step(StepKind.OBSERVATION, f"{question.atom.id}: token budget, not asked")
                 atoms.append(question.code)
                 continue
-            reply = await self._ask(task, run, question)
-            last_input_tokens = reply.usage.input_tokens
-            atoms.append(self._judge(task, run, question, reply))
+            outcome = await self._ask_atom(task, run, question)
+            last_input_tokens = outcome.replies[0].usage.input_tokens
+            atoms.append(self._judge(run, question, outcome))
         verdict = conclude(task.case, conditions, atoms)
         run.step(StepKind.DECISION, f"{verdict.status.value}: {verdict.rationale}")
         return self._result(
@@ -391,28 +515,84 @@ class AtomQuestionController:
             for atom, result in zip(conditions.atoms(), results, strict=True)
         ]
 
-    async def _ask(self, task: CriterionTask, run: _Run, question: _Question) -> LLMReply:
-        user = Message(role="user", content=_question_text(question))
-        request = LLMRequest(
-            messages=(Message(role="system", content=self._prompt.system), user),
-            tools=(self._spec,),
-            tool_choice=ANSWER,
-            max_output_tokens=self._max_output_tokens,
+    async def ask_atom(
+        self, task: CriterionTask, atom: Atom, code: AtomResult, snippets: list[Snippet]
+    ) -> AtomAsked:
+        """Ask one atom's question (and its negated form when `check_yes`), outside a criterion
+        run: what `eval atoms` measures. Raises `LLMError` like any call."""
+        return await self._ask_atom(task, _Run(), _Question(atom, code, snippets))
+
+    async def _ask_atom(self, task: CriterionTask, run: _Run, question: _Question) -> AtomAsked:
+        """Ask, verify the cited ids, read the answer, and check a "yes" the other way round."""
+        reply = await self._ask(task, run, question, question_for(question.atom))
+        answer = parse_answer(reply)
+        offered = {snippet.id: snippet for snippet in question.snippets}
+        ids = list(dict.fromkeys(answer.evidence)) if answer else []
+        cited = [offered[i] for i in ids if i in offered]
+        verified = [v for v in (verify_case_evidence(task.case, s.evidence) for s in cited) if v]
+        ids_valid = len(cited) == len(ids) and len(verified) == len(cited)
+        if not ids_valid:
+            cited, verified = [], []
+        said = model_state(question.atom, answer, cited, abstain_below=self._abstain_below)
+        self._record_answer(run, reply, answer)
+        outcome = AtomAsked(answer, ids, ids_valid, verified, said, replies=(reply,))
+        if not (self._check_yes and said is AtomState.HOLDS):
+            return outcome
+        if run.usage.total_tokens + reply.usage.input_tokens > self._token_budget:
+            # The "yes" cannot be checked within the budget, so it does not stand alone.
+            run.step(StepKind.OBSERVATION, f"{question.atom.id}: token budget, not checked")
+            return AtomAsked(answer, ids, ids_valid, verified, said, negated_asked=True,
+                             replies=(reply,))  # fmt: skip
+        negated_reply = await self._ask(task, run, question, negated_question_for(question.atom))
+        negated = parse_answer(negated_reply)
+        run.step(
+            StepKind.OBSERVATION,
+            f"{question.atom.id}: negated question, model "
+            f"{negated.answer if negated else 'no answer'}",
+            tool="ask_atom_negated",
         )
+        return AtomAsked(
+            answer,
+            ids,
+            ids_valid,
+            verified,
+            said,
+            negated=negated,
+            negated_asked=True,
+            replies=(reply, negated_reply),
+        )
+
+    async def _ask(
+        self, task: CriterionTask, run: _Run, question: _Question, text: str
+    ) -> LLMReply:
+        user = Message(role="user", content=_question_text(question, text))
+        system = Message(role="system", content=self._prompt.system)
+        if self._answer_format == "json_schema":
+            ids = tuple(snippet.id for snippet in question.snippets)
+            request = LLMRequest(
+                messages=(system, user),
+                output_schema=self._schemas.get(ids) or answer_schema(ids),
+                max_output_tokens=self._max_output_tokens,
+            )
+        else:
+            request = LLMRequest(
+                messages=(system, user),
+                tools=(self._spec,),
+                tool_choice=ANSWER,
+                max_output_tokens=self._max_output_tokens,
+            )
         reply = await complete_recorded(self._llm, request, task.trace.interactions)
         run.usage = run.usage + reply.usage
         if not run.messages:
-            run.messages.append(request.messages[0])
+            run.messages.append(system)
         run.messages += [
             user,
             Message(role="assistant", content=reply.content or "", tool_calls=reply.tool_calls),
         ]
         return reply
 
-    def _judge(
-        self, task: CriterionTask, run: _Run, question: _Question, reply: LLMReply
-    ) -> AtomResult:
-        answer = parse_answer(reply)
+    @staticmethod
+    def _record_answer(run: _Run, reply: LLMReply, answer: AtomAnswer | None) -> None:
         call = next((c for c in reply.tool_calls if c.name == ANSWER), None)
         run.step(
             StepKind.TOOL_CALL,
@@ -420,32 +600,30 @@ class AtomQuestionController:
             tool_call_id=call.id if call else None,
             arguments=answer.model_dump() if answer else {"_unparsed": reply.content[:200]},
         )
-        offered = {snippet.id: snippet for snippet in question.snippets}
-        ids = list(dict.fromkeys(answer.evidence)) if answer else []
-        cited = [offered[i] for i in ids if i in offered]
-        verified = [v for v in (verify_case_evidence(task.case, s.evidence) for s in cited) if v]
-        if len(cited) != len(ids) or len(verified) != len(cited):
-            cited, verified = [], []
-        said = model_state(question.atom, answer, cited, abstain_below=self._abstain_below)
-        state = merge_states(question.code.state, said)
+
+    def _judge(self, run: _Run, question: _Question, outcome: AtomAsked) -> AtomResult:
+        said = outcome.final
         code = question.code
-        line = f"{question.atom.id}: model {answer.answer if answer else 'no answer'} {ids}"
+        state = merge_states(code.state, said)
+        answer = outcome.answer.answer if outcome.answer else "no answer"
+        call = next((c for c in outcome.replies[0].tool_calls if c.name == ANSWER), None)
         run.step(
             StepKind.OBSERVATION,
-            f"{line} -> {said.value if said else 'unknown'}; code {code.state.value} "
-            f"-> {state.value}",
+            f"{question.atom.id}: model {answer} {outcome.ids} -> "
+            f"{said.value if said else 'unknown'}; code {code.state.value} -> {state.value}",
             tool="ask_atom",
             tool_call_id=call.id if call else None,
         )
         if said is None or said is AtomState.NO_EVIDENCE:
             return code
         both_sides = state is AtomState.CONFLICTING
+        checked = " after the negated question" if said is not outcome.said else ""
         return code.model_copy(
             update={
                 "state": state,
-                "note": f"model: {said.value} ({', '.join(ids)}); code: {code.state.value} "
-                f"{code.note}"[:300],
-                "evidence": [*verified, *code.evidence] if both_sides else verified,
+                "note": f"model: {said.value}{checked} ({', '.join(outcome.ids)}); code: "
+                f"{code.state.value} {code.note}"[:300],
+                "evidence": [*outcome.verified, *code.evidence] if both_sides else outcome.verified,
                 "decided_by": "model",
             }
         )
@@ -520,14 +698,15 @@ def _inapplicable_by_code(conditions: Conditions, questions: list[_Question]) ->
     return combine(conditions.applies_if, states) is AtomState.FAILS
 
 
-def _question_text(question: _Question) -> str:
-    """The user message: the question and the numbered snippets, as JSON (data, not orders)."""
+def _question_text(question: _Question, text: str) -> str:
+    """The user message: the numbered snippets, then the question, as JSON (data, not orders).
+    Snippets first, so the negated question shares the whole prefix with the first one."""
     return json.dumps(
         {
-            "question": question_for(question.atom),
             "snippets": [
                 {"id": s.id, "source": s.source, "text": s.text} for s in question.snippets
             ],
+            "question": text,
         },
         ensure_ascii=False,
     )

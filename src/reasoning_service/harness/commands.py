@@ -7,6 +7,7 @@ data and the policies it names can live anywhere (`--dataset`, `--trialgpt`, `--
 from __future__ import annotations
 
 import argparse
+import json
 import random
 from pathlib import Path
 
@@ -78,6 +79,16 @@ def add_eval_commands(commands: argparse._SubParsersAction) -> None:  # type: ig
     optimize.add_argument("--seed", type=int, default=0)
     optimize.add_argument("--run-dir", type=Path, help="GEPA state, to resume a stopped run")
     optimize.set_defaults(run=_optimize)
+
+    atoms = sub.add_parser(
+        "atoms", help="the configured model over hand-labeled atom questions (docs/local-llm.md)"
+    )
+    atoms.add_argument("--questions", type=Path, default=Path("eval/atom_questions.jsonl"))
+    atoms.add_argument("--limit", type=int, help="the first N questions")
+    atoms.add_argument("--every", type=int, default=1, help="every k-th question (a subset)")
+    atoms.add_argument("--deadline-s", type=float, help="stop asking after this much wall time")
+    atoms.add_argument("--out", type=Path, help="write every answer and the summary as JSON")
+    atoms.set_defaults(run=_atoms)
 
 
 def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
@@ -247,6 +258,35 @@ async def _optimize(services: Services, args: argparse.Namespace, console: Conso
         console.print(f"Select it with REASONING_PROMPT_ID={report.prompt_id}")
     else:
         console.print("No candidate beat the base prompt; nothing written.")
+    return 0
+
+
+async def _atoms(services: Services, args: argparse.Namespace, console: Console) -> int:
+    from reasoning_service.harness.atom_questions import (
+        load_atom_questions,
+        outcomes_json,
+        run_atom_questions,
+        summarise,
+    )
+    from reasoning_service.llm.local_server import PromptCacheLog
+    from reasoning_service.service.container import build_atom_controller
+
+    questions = load_atom_questions(args.questions)[:: max(args.every, 1)][: args.limit]
+    server = services.local_server
+    cache_log = PromptCacheLog(server.log_path) if server and server.log_path else None
+    outcomes = await run_atom_questions(
+        questions,
+        services,
+        build_atom_controller(services, check_yes=True),
+        root=Path.cwd(),
+        cache_log=cache_log,
+        deadline_s=args.deadline_s,
+        log=console.print,
+    )
+    summary = {"model": services.llm.model if services.llm else None, **summarise(outcomes)}
+    console.print_json(json.dumps(summary))
+    if args.out:
+        args.out.write_text(outcomes_json(outcomes, summary) + "\n", encoding="utf-8")
     return 0
 
 

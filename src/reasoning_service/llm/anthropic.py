@@ -134,7 +134,13 @@ def build_anthropic_client(settings: Settings) -> AnthropicClient:
 
 
 def to_wire_request(request: LLMRequest, *, model: str) -> dict[str, Any]:
-    """Keyword arguments for `messages.create`."""
+    """Keyword arguments for `messages.create`.
+
+    Raises:
+        ConfigError: an `output_schema`, which this adapter does not send (use a tool).
+    """
+    if request.output_schema is not None:
+        raise ConfigError("the Anthropic adapter has no output_schema: ask for a tool call")
     wire: dict[str, Any] = {
         "model": model,
         "messages": to_wire_messages(request.messages),

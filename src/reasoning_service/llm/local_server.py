@@ -28,8 +28,10 @@ import asyncio
 import atexit
 import contextlib
 import importlib.util
+import json
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -40,7 +42,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Self
+from typing import IO, Any, Self
 
 import httpx
 
@@ -74,6 +76,76 @@ def is_runtime_installed() -> bool:
     Install it with ``scripts/setup_local.sh``.
     """
     return importlib.util.find_spec("llama_cpp") is not None
+
+
+_COMPILE_SCHEMAS = """
+import json, sys
+from llama_cpp.llama_grammar import json_schema_to_gbnf
+for number, schema in enumerate(json.load(sys.stdin)):
+    try:
+        json_schema_to_gbnf(json.dumps(schema))
+    except Exception as exc:
+        sys.exit(f"schema {number}: {type(exc).__name__}: {exc}")
+"""
+
+
+def compile_json_schemas(schemas: Sequence[Mapping[str, Any]], *, timeout_s: float = 60) -> None:
+    """Convert each schema to a llama.cpp grammar, as the server does for `response_format`.
+
+    The server falls back to unconstrained JSON, silently, when a conversion fails; so the
+    service converts its schemas once at start-up instead. It runs in a child interpreter (the
+    one that runs the server), so the service process never imports `llama_cpp`.
+
+    Raises:
+        ConfigError: a schema does not convert, or the runtime is missing.
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", _COMPILE_SCHEMAS],
+        input=json.dumps(list(schemas)),
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ConfigError(f"llama.cpp cannot turn a JSON schema into a grammar: {last}")
+
+
+_PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit")
+_FULL_HIT = "full prompt already cached"
+_COMPLETION_DONE = re.compile(r'"POST /v1/chat/completions HTTP/1\.1" \d{3}')
+
+
+class PromptCacheLog:
+    """The prompt tokens llama.cpp reused from its cache, read from the server's log.
+
+    llama-cpp-python's server does not report cached tokens in `usage` (no
+    `prompt_tokens_details`); with `verbose` on (its default) it logs
+    `Llama.generate: N prefix-match hit, remaining M prompt tokens to eval` for a request that
+    reused a prefix. `reused()` reads the log from where it last stopped and returns, per
+    finished request, the reused tokens (0 when nothing was reused, -1 when the whole prompt
+    was). Exact only while requests run one at a time, as measurements run them.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._offset = path.stat().st_size if path.exists() else 0
+
+    def reused(self) -> list[int]:
+        with self._path.open("rb") as log:
+            log.seek(self._offset)
+            text = log.read().decode("utf-8", "replace")
+        finished = list(_COMPLETION_DONE.finditer(text))
+        if finished:
+            self._offset += len(text[: finished[-1].end()].encode("utf-8", "replace"))
+        counts, start = [], 0
+        for done in finished:
+            segment = text[start : done.start()]
+            hit = _PREFIX_HIT.search(segment)
+            counts.append(-1 if _FULL_HIT in segment else int(hit.group(1)) if hit else 0)
+            start = done.end()
+        return counts
 
 
 def find_model(

@@ -9,6 +9,8 @@ Wire details that servers disagree on, settled here:
 - an assistant message carrying `tool_calls` sends `content: ""`, not null (llama.cpp rejects null);
 - `tools` and `tool_choice` are omitted when there are no tools (OpenAI rejects a lone choice);
 - local servers get `max_tokens`, OpenAI gets `max_completion_tokens` (o-series reject the former);
+- an `output_schema` is `response_format`: llama.cpp's `{"type": "json_object", "schema": …}` for
+  local servers (its server rejects `json_schema` with HTTP 500), OpenAI's `json_schema` otherwise;
 - a `refusal` or a `content_filter` finish is `StopReason.REFUSAL`, and `complete` raises
   `ContentRefused` for it: a refusal is permanent (DESIGN.md, "The ReAct loop").
 """
@@ -49,6 +51,7 @@ __all__ = [
     "map_errors",
     "to_wire_messages",
     "to_wire_request",
+    "to_wire_response_format",
     "to_wire_tool_choice",
     "to_wire_tools",
 ]
@@ -92,7 +95,12 @@ class OpenAIClient:
         return self._model
 
     async def complete(self, request: LLMRequest) -> LLMReply:
-        wire = to_wire_request(request, model=self._model, max_tokens_field=self._max_tokens_field)
+        wire = to_wire_request(
+            request,
+            model=self._model,
+            max_tokens_field=self._max_tokens_field,
+            local=self._provider == "local",
+        )
         started = time.perf_counter()
         with map_errors(self._provider, self._model):
             completion = await self._sdk.chat.completions.create(**wire)
@@ -149,9 +157,13 @@ def build_openai_client(settings: Settings, *, provider: str | None = None) -> O
 
 
 def to_wire_request(
-    request: LLMRequest, *, model: str, max_tokens_field: MaxTokensField = "max_completion_tokens"
+    request: LLMRequest,
+    *,
+    model: str,
+    max_tokens_field: MaxTokensField = "max_completion_tokens",
+    local: bool = False,
 ) -> dict[str, Any]:
-    """Keyword arguments for `chat.completions.create`."""
+    """Keyword arguments for `chat.completions.create`; `local` for llama.cpp's server."""
     wire: dict[str, Any] = {
         "model": model,
         "messages": to_wire_messages(request.messages),
@@ -161,7 +173,17 @@ def to_wire_request(
     if request.tools:
         wire["tools"] = to_wire_tools(request.tools)
         wire["tool_choice"] = to_wire_tool_choice(request.tool_choice)
+    if request.output_schema is not None:
+        wire["response_format"] = to_wire_response_format(request.output_schema, local=local)
     return wire
+
+
+def to_wire_response_format(schema: dict[str, Any], *, local: bool) -> dict[str, Any]:
+    """llama.cpp's form for local servers (grammar from the schema), OpenAI's structured output
+    otherwise (not strict: strict mode rejects schemas with optional keys)."""
+    if local:
+        return {"type": "json_object", "schema": schema}
+    return {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
 
 
 def to_wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:

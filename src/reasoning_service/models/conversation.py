@@ -63,6 +63,10 @@ class LLMRequest(_Contract):
     tool_choice: ToolChoice | str = ToolChoice.AUTO
     max_output_tokens: int = 1024
     temperature: float = 0.0
+    output_schema: dict[str, Any] | None = None
+    """JSON schema the reply's text must match, for a request without tools. OpenAI-compatible
+    adapters send it as `response_format`; llama.cpp turns it into a grammar, so a small model
+    can only write a valid object (property order included)."""
 
 
 class StopReason(StrEnum):

@@ -10,11 +10,19 @@ from dataclasses import dataclass
 from reasoning_service.agent.loop_state import ReActLimits
 from reasoning_service.agent.react_controller import ReActController
 from reasoning_service.conditions import ConditionsController, ConditionsLibrary, load_vocabulary
-from reasoning_service.conditions.atom_questions import AtomQuestionController
+from reasoning_service.conditions.atom_questions import (
+    AtomQuestionController,
+    check_answer_schemas,
+)
 from reasoning_service.errors import ConfigError
 from reasoning_service.llm.base import LLMClient
 from reasoning_service.llm.factory import build_llm_client, with_tool_calling_mode
-from reasoning_service.llm.local_server import LocalLlamaServer, find_model, is_runtime_installed
+from reasoning_service.llm.local_server import (
+    LocalLlamaServer,
+    compile_json_schemas,
+    find_model,
+    is_runtime_installed,
+)
 from reasoning_service.llm.recording import RecordingLLMClient, record_to_current_task
 from reasoning_service.logging_setup import SecretMask
 from reasoning_service.metrics import MeteredLLMClient, Metrics
@@ -109,6 +117,8 @@ async def build_services(
         local_server = await start_local_server(settings)
         settings = settings.model_copy(update=_local_defaults(settings, local_server))
     llm = _llm_client(settings, llm, metrics)
+    if llm is not None and settings.atom_questions:
+        check_atom_schemas(settings)
     react = _react_controller(settings, llm, retrieval, heuristic) if llm is not None else None
     if settings.candidate_prompt_id:
         load_prompt(settings.prompts_dir, settings.candidate_prompt_id)  # fail fast at start-up
@@ -166,6 +176,17 @@ async def build_services(
     )
 
 
+def check_atom_schemas(settings: Settings) -> int:
+    """Validate the atom answer schemas once; for the `local` provider with the runtime here,
+    also convert each to llama.cpp's grammar (its server would silently fall back to plain JSON).
+
+    Raises:
+        ConfigError: a schema is invalid or does not convert.
+    """
+    local = settings.effective_atom_answer_format == "json_schema" and is_runtime_installed()
+    return check_answer_schemas(compile_json_schemas if local else None)
+
+
 def _llm_client(settings: Settings, given: LLMClient | None, metrics: Metrics) -> LLMClient | None:
     """The given client recorded per task, else the configured stack; None without a provider.
 
@@ -211,19 +232,7 @@ def _react_controller(
         LLMTreeSearch(llm, lexical) if settings.tree_search == "llm" else lexical
     )
     backup = heuristic if fallback and settings.llm_fallback == "heuristic" else None
-    atoms = (
-        AtomQuestionController(
-            llm=llm,
-            prompt=load_prompt(settings.prompts_dir, settings.atom_prompt_id),
-            conditions=heuristic,
-            fallback=backup,
-            token_budget=settings.token_budget,
-            abstain_below=settings.abstain_below,
-            max_output_tokens=min(settings.llm_max_output_tokens, 200),
-        )
-        if settings.atom_questions
-        else None
-    )
+    atoms = _atom_controller(settings, llm, heuristic, backup) if settings.atom_questions else None
     return ReActController(
         llm=llm,
         prompt=prompt or load_prompt(settings.prompts_dir, settings.prompt_id),
@@ -239,6 +248,43 @@ def _react_controller(
         ),
         atoms=atoms,
         citation_rules=CitationRules(min_words=settings.citation_min_words),
+    )
+
+
+def _atom_controller(
+    settings: Settings,
+    llm: LLMClient,
+    heuristic: ConditionsController,
+    fallback: Controller | None,
+    *,
+    check_yes: bool | None = None,
+) -> AtomQuestionController:
+    return AtomQuestionController(
+        llm=llm,
+        prompt=load_prompt(settings.prompts_dir, settings.effective_atom_prompt_id),
+        conditions=heuristic,
+        fallback=fallback,
+        token_budget=settings.token_budget,
+        abstain_below=settings.abstain_below,
+        max_output_tokens=min(settings.llm_max_output_tokens, 200),
+        answer_format=settings.effective_atom_answer_format,
+        check_yes=settings.effective_atom_check_yes if check_yes is None else check_yes,
+    )
+
+
+def build_atom_controller(
+    services: Services, *, check_yes: bool | None = None
+) -> AtomQuestionController:
+    """The atom-question controller on the configured LLM, without fallback (what `eval atoms`
+    and the bench measure).
+
+    Raises:
+        ConfigError: no LLM is configured.
+    """
+    if services.llm is None:
+        raise ConfigError("atom questions need an LLM: set REASONING_LLM_PROVIDER")
+    return _atom_controller(
+        services.settings, services.llm, services.conditions, None, check_yes=check_yes
     )
 
 

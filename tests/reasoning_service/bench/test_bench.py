@@ -28,6 +28,8 @@ async def test_smoke_bench_writes_every_section(tmp_path):
     # examples/ has no labeled set: the dev-set parts say so instead of failing.
     assert written["data"]["labeled"] is False
     assert "skipped" in str(written["tokens_per_criterion"]["accuracy"])
+    assert written["local_model"] == {"skipped": "not in this profile"}
+    assert "## 8. Local model" in (tmp_path / "bench-results.md").read_text()
     markdown = (tmp_path / "bench-results.md").read_text()
     assert "## 1. Overhead per ReAct iteration" in markdown
     assert "## 6. Side by side with dspy.ReAct" in markdown
@@ -61,3 +63,24 @@ def test_cli_has_a_bench_command(capsys):
     except SystemExit as exit_:
         assert exit_.code == 0
     assert "--quick" in capsys.readouterr().out
+
+
+def test_the_local_model_item_counts_only_criteria_that_asked_the_model():
+    from reasoning_service.bench.local_model import _summary
+
+    def row(calls: int, seconds: float) -> dict:
+        return {
+            "example_id": f"e{seconds}",
+            "seconds": seconds,
+            "llm_calls": calls,
+            "input_tokens": 400 * calls,
+            "cached_input_tokens": 300 * calls,
+            "correct": True,
+        }
+
+    summary = _summary("m", [row(0, 0.01), row(1, 4.0), row(3, 8.0)], 2, 60)
+    assert summary["criteria"] == 2 and summary["criteria_decided_by_code_alone"] == 1
+    assert summary["seconds_per_criterion"]["p50"] == 6.0
+    assert summary["llm_calls_per_criterion"] == 2
+    assert summary["cached_share_of_input"] == 0.75
+    assert "skipped" in _summary("m", [row(0, 0.01)], 2, 60)

@@ -206,3 +206,14 @@ def test_factory_turns_sdk_retries_off() -> None:
     assert client._sdk.max_retries == 0 and client.model == "claude-x"
     with pytest.raises(ConfigError):
         build_anthropic_client(Settings(llm_provider="anthropic"))
+
+
+def test_an_output_schema_is_refused_rather_than_dropped() -> None:
+    from reasoning_service.llm.anthropic import to_wire_request
+    from reasoning_service.models.conversation import LLMRequest, Message
+
+    schema_request = LLMRequest(
+        messages=(Message(role="user", content="?"),), output_schema={"type": "object"}
+    )
+    with pytest.raises(ConfigError, match="output_schema"):
+        to_wire_request(schema_request, model="claude-test")

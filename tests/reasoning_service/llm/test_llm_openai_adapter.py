@@ -200,3 +200,33 @@ def test_factory_for_local_servers_uses_a_placeholder_key() -> None:
     assert client.provider == "local"
     assert client._sdk.api_key == "not-needed"
     assert client._max_tokens_field == "max_tokens"
+
+
+SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+
+
+def test_an_output_schema_is_llama_cpps_json_object_locally_and_json_schema_hosted() -> None:
+    plain = LLMRequest(messages=(SYSTEM, USER), output_schema=SCHEMA)
+
+    local = to_wire_request(plain, model="qwen", max_tokens_field="max_tokens", local=True)
+    hosted = to_wire_request(plain, model="gpt-test")
+
+    # llama.cpp's server answers 500 to `json_schema`; it builds a grammar from this form.
+    assert local["response_format"] == {"type": "json_object", "schema": SCHEMA}
+    assert hosted["response_format"]["type"] == "json_schema"
+    assert hosted["response_format"]["json_schema"]["schema"] == SCHEMA
+    assert "tools" not in local and "response_format" not in to_wire_request(
+        request(), model="gpt-test"
+    )
+
+
+async def test_the_local_client_sends_response_format_on_the_wire(
+    openai_sdk: openai.AsyncOpenAI, server: ScriptedServer
+) -> None:
+    client = OpenAIClient(openai_sdk, model="qwen", provider="local", max_tokens_field="max_tokens")
+    server.push(text('{"answer": "yes"}'))
+
+    reply = await client.complete(LLMRequest(messages=(SYSTEM, USER), output_schema=SCHEMA))
+
+    assert reply.content == '{"answer": "yes"}'
+    assert server.requests[0].body["response_format"] == {"type": "json_object", "schema": SCHEMA}

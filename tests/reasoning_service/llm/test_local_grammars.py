@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from reasoning_service.conditions.atom_questions import answer_schema
 from reasoning_service.llm.forced_tools import act_spec
 from reasoning_service.llm.local_server import find_model, is_runtime_installed
 from reasoning_service.settings import Settings
@@ -22,6 +23,8 @@ SPECS = tool_specs()
 SCHEMAS = {spec.name: spec.parameters for spec in SPECS} | {
     "act": act_spec(SPECS).parameters,
     "select_nodes": _SELECT.parameters,
+    # The atom answer (response_format): the widest id set, sentences and facts.
+    "atom_answer": answer_schema(["S1", "S2", "S3", "S4", "F1", "F2"]),
 }
 
 

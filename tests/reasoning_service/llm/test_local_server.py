@@ -369,3 +369,77 @@ async def test_process_gone_after_aclose() -> None:
     assert _pid_gone(pid)
     assert not server.is_running
     assert not await _models_ok(server.base_url)
+
+
+@pytest.mark.local_llm
+@pytest.mark.asyncio(loop_scope="session")
+async def test_a_constrained_atom_answer_parses_and_cites_only_ids_shown(
+    llama_server: LocalLlamaServer,
+) -> None:
+    """The atom path as the `local` provider runs it: JSON under the answer schema, every id one
+    of the snippets shown, and the server reusing the cached prompt prefix."""
+    from reasoning_service.conditions import ConditionsController, load_vocabulary
+    from reasoning_service.conditions.atom_questions import (
+        AtomQuestionController,
+        snippets_for,
+    )
+    from reasoning_service.conditions.controller import evaluate_conditions
+    from reasoning_service.llm.local_server import PromptCacheLog
+    from reasoning_service.llm.openai import OpenAIClient
+    from reasoning_service.models import CaseBundle, CriteriaSet, Policy, SourceFormat
+    from reasoning_service.models.conditions import FindingAtom
+    from reasoning_service.models.task import CriterionTask
+    from reasoning_service.prompts import load_prompt
+    from reasoning_service.settings import Settings
+    from retrieval.markdown import build_tree_from_markdown
+
+    settings = Settings()
+    case = CaseBundle.model_validate(
+        {
+            "case_id": "t-1",
+            "as_of": "2026-03-01",
+            "documents": [
+                {
+                    "doc_id": "note-1",
+                    "date": "2026-02-20",
+                    "pages": ["PMH: hypertension on losartan. Father had a stroke."],
+                }
+            ],
+        }
+    )
+    atom = FindingAtom(kind="finding", id="htn", label="Hypertension", concept="hypertension",
+                       aliases=["HTN"])  # fmt: skip
+    criteria = CriteriaSet.model_validate(
+        {"policy_id": "T-1", "version": "1", "logic": {"all_of": ["T-1/C1"]},
+         "criteria": [{"criterion_id": "T-1/C1", "text": "Hypertension.", "quote": "Hypertension.",
+                       "conditions": {"require": {"all_of": [atom.model_dump()]}}}]}
+    )  # fmt: skip
+    conditions = ConditionsController(load_vocabulary(settings.vocabulary_path))
+    reading = conditions.reading(case)
+    code = evaluate_conditions(criteria.criteria[0].conditions, reading, 0.7)[0]
+    snippets = snippets_for(atom, reading)
+    sdk = _client(llama_server)
+    llm = OpenAIClient(sdk, model=llama_server.model_alias, provider="local",
+                       max_tokens_field="max_tokens")  # fmt: skip
+    controller = AtomQuestionController(
+        llm=llm,
+        prompt=load_prompt(settings.prompts_dir, "atoms-local-v1"),
+        conditions=conditions,
+        fallback=None,
+        max_output_tokens=48,
+        answer_format="json_schema",
+        check_yes=True,
+    )
+    cache = PromptCacheLog(llama_server.log_path) if llama_server.log_path else None
+    policy = Policy(
+        policy_id="T-1", version="1", sha256="0" * 64, title="T", criteria=criteria,
+        source_format=SourceFormat.MARKDOWN, created_at="2026-01-01T00:00:00Z",
+        tree=build_tree_from_markdown("# T\n\nHypertension.\n"),
+    )  # fmt: skip
+    task = CriterionTask(case=case, policy=policy, criterion=criteria.criteria[0])
+    asked = await controller.ask_atom(task, atom, code, snippets)
+
+    assert asked.answer is not None, asked.replies[0].content
+    assert set(asked.ids) <= {s.id for s in snippets}
+    if cache is not None and len(asked.replies) == 2:
+        assert cache.reused()[-1] > asked.replies[0].usage.input_tokens / 2  # prefix reused
