@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reasoning_service.agent.loop_state import LoopState, ReActLimits, budget_exhausted
-from reasoning_service.errors import LLMError, PermanentLLMError
+from reasoning_service.errors import LLMError
 from reasoning_service.llm.base import LLMClient
 from reasoning_service.llm.recording import complete_recorded
 from reasoning_service.models import (
@@ -52,6 +52,7 @@ from reasoning_service.models import (
     ToolChoice,
     Usage,
 )
+from reasoning_service.models.result import as_llm_fallback, llm_failure_reason
 from reasoning_service.models.task import Controller, CriterionTask
 from reasoning_service.prompts import Prompt
 from reasoning_service.tools.citations import CitationRules
@@ -309,27 +310,16 @@ class ReActController:
     ) -> CriterionResult:
         state.step(StepKind.ERROR, f"LLM {error.kind} error: {error}", is_error=True)
         if self._fallback is not None:
-            fallback = await self._fallback.evaluate(task)
-            steps = [
-                step.model_copy(update={"index": i})
-                for i, step in enumerate([*state.steps, *fallback.reasoning_trace])
-            ]
-            return fallback.model_copy(
-                update={
-                    "reason_code": ReasonCode.LLM_FALLBACK,
-                    "reasoning_trace": steps,
-                    "usage": state.usage + fallback.usage,
-                    "prompt_id": self._prompt.prompt_id,
-                    "provider": self._llm.provider,
-                    "model": self._llm.model,
-                }
+            return as_llm_fallback(
+                await self._fallback.evaluate(task),
+                steps=state.steps,
+                usage=state.usage,
+                prompt_id=self._prompt.prompt_id,
+                provider=self._llm.provider,
+                model=self._llm.model,
             )
-        reason = (
-            ReasonCode.LLM_PERMANENT_ERROR
-            if isinstance(error, PermanentLLMError)
-            else ReasonCode.LLM_TRANSIENT_ERROR
-        )
         rationale = f"The LLM failed ({error.kind}); no decision was made."
+        reason = llm_failure_reason(error)
         return self._result(task, state, CriterionStatus.UNCERTAIN, 0.0, rationale, [], [], reason)
 
     def _result(

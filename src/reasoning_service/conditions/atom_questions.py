@@ -60,7 +60,7 @@ from reasoning_service.conditions.controller import (
     conclude,
     evaluate_conditions,
 )
-from reasoning_service.errors import ConfigError, LLMError, PermanentLLMError
+from reasoning_service.errors import ConfigError, LLMError
 from reasoning_service.llm.base import LLMClient
 from reasoning_service.llm.recording import complete_recorded
 from reasoning_service.models import (
@@ -80,6 +80,7 @@ from reasoning_service.models import (
     Usage,
 )
 from reasoning_service.models.conditions import Atom, Conditions, FindingAtom
+from reasoning_service.models.result import as_llm_fallback, llm_failure_reason
 from reasoning_service.models.task import Controller, CriterionTask
 from reasoning_service.prompts import Prompt
 from reasoning_service.tools.citations import verify_case_evidence
@@ -633,28 +634,18 @@ class AtomQuestionController:
     ) -> CriterionResult:
         run.step(StepKind.ERROR, f"LLM {error.kind} error: {error}", is_error=True)
         if self._fallback is not None:
-            fallback = await self._fallback.evaluate(task)
-            steps = [
-                step.model_copy(update={"index": i})
-                for i, step in enumerate([*run.steps, *fallback.reasoning_trace])
-            ]
-            return fallback.model_copy(
-                update={
-                    "reason_code": ReasonCode.LLM_FALLBACK,
-                    "reasoning_trace": steps,
-                    "usage": run.usage + fallback.usage,
-                    "prompt_id": self._prompt.prompt_id,
-                    "provider": self._llm.provider,
-                    "model": self._llm.model,
-                }
+            return as_llm_fallback(
+                await self._fallback.evaluate(task),
+                steps=run.steps,
+                usage=run.usage,
+                prompt_id=self._prompt.prompt_id,
+                provider=self._llm.provider,
+                model=self._llm.model,
             )
-        reason = (
-            ReasonCode.LLM_PERMANENT_ERROR
-            if isinstance(error, PermanentLLMError)
-            else ReasonCode.LLM_TRANSIENT_ERROR
-        )
         rationale = f"The LLM failed ({error.kind}); no decision was made."
-        return self._result(task, run, CriterionStatus.UNCERTAIN, 0.0, rationale, reason=reason)
+        return self._result(
+            task, run, CriterionStatus.UNCERTAIN, 0.0, rationale, reason=llm_failure_reason(error)
+        )
 
     def _result(
         self,

@@ -450,7 +450,7 @@ def _in_unit(
 
 
 def _measured_on(text: str, measured: Measured, written: dt.date) -> dt.date | None:
-    """The date a sentence gives its value ("HbA1c 8.1% (2021)", "HbA1c 7.2% on 2026-01-05"), if any:
+    """The date a sentence gives its value ("HbA1c 8.1% (2021)", "A1c 7.2% on 2026-01-05"), if any:
     for `select: latest`, an old value quoted in a new note is still old."""
     points = [p for p in find_dates(text, written) if abs(p.start - measured.end) <= 30]
     if not points:

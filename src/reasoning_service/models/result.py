@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from reasoning_service.errors import LLMError, PermanentLLMError
 from reasoning_service.models.case import CaseBundle
 from reasoning_service.models.policy import PolicyRef
 
@@ -170,6 +171,40 @@ class CriterionResult(_Contract):
     arm: str | None = None
     """Rollout arm that produced the result (`control`, `candidate`), when routing splits."""
     usage: Usage = Field(default_factory=Usage)
+
+
+def llm_failure_reason(error: LLMError) -> ReasonCode:
+    """The reason code of a result the LLM could not produce (no fallback configured)."""
+    if isinstance(error, PermanentLLMError):
+        return ReasonCode.LLM_PERMANENT_ERROR
+    return ReasonCode.LLM_TRANSIENT_ERROR
+
+
+def as_llm_fallback(
+    fallback: CriterionResult,
+    *,
+    steps: list[ReasoningStep],
+    usage: Usage,
+    prompt_id: str,
+    provider: str,
+    model: str,
+) -> CriterionResult:
+    """The deterministic controller's result standing in for a failed LLM run: the run's steps
+    come first in the trace, its cost is added, and it says which prompt and model failed."""
+    trace = [
+        step.model_copy(update={"index": i})
+        for i, step in enumerate([*steps, *fallback.reasoning_trace])
+    ]
+    return fallback.model_copy(
+        update={
+            "reason_code": ReasonCode.LLM_FALLBACK,
+            "reasoning_trace": trace,
+            "usage": usage + fallback.usage,
+            "prompt_id": prompt_id,
+            "provider": provider,
+            "model": model,
+        }
+    )
 
 
 class Recommendation(StrEnum):
