@@ -132,11 +132,8 @@ def _source_sentences(evidence: CaseEvidence, reading: CaseReading) -> list[Sent
         if start < 0:
             continue
         end = start + len(evidence.quote.strip())
-        return [
-            s
-            for s in reading.sentences
-            if s.doc_id == evidence.doc_id and s.page == number and s.start < end and start < s.end
-        ]
+        on_page = reading.sentences_on(evidence.doc_id, number)
+        return [s for s in on_page if s.start < end and start < s.end]
     return []
 
 

@@ -276,6 +276,15 @@ class CaseReading:
     facts: list[FactView]
     _mentions: dict[tuple[str, ...], list[Mention]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _by_page: dict[tuple[str, int], list[Sentence]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for sentence in self.sentences:
+            self._by_page.setdefault((sentence.doc_id, sentence.page), []).append(sentence)
+
+    def sentences_on(self, doc_id: str, page: int) -> list[Sentence]:
+        """The sentences of one document page, in order."""
+        return self._by_page.get((doc_id, page), [])
 
     @classmethod
     def read(cls, case: CaseBundle, vocabulary: Vocabulary, context: ContextReader) -> CaseReading:

@@ -99,7 +99,6 @@ _DURATION = re.compile(
     re.I,
 )
 _NEAR_BEFORE = re.compile(r"[\d.,]+(?:\s*(?:-|–|to)\s*[\d.,]+)?[\s\-]*(?:[\w/%]+[\s\-]+){0,2}")
-_SINCE = re.compile(r"\b(?:since|beginning|began|started|starting|onset)\b[^.;]{0,20}$", re.I)
 _DAYS_PER = {"d": 1.0, "w": 7.0, "m": 365.25 / 12, "y": 365.25}
 
 
@@ -153,8 +152,8 @@ def _unit_after(text: str, position: int, vocabulary: Vocabulary) -> tuple[str |
     stripped = rest.lstrip(" \t-")  # "6-month", "12 weeks"
     offset = position + len(rest) - len(stripped)
     lowered = stripped.lower()
-    for spelling in sorted(vocabulary.unit_spellings, key=len, reverse=True):
-        if lowered.startswith(spelling.lower()):
+    for spelling in vocabulary.spellings_longest_first:
+        if lowered.startswith(spelling):
             end = len(spelling)
             if end < len(stripped) and spelling[-1].isalpha() and stripped[end].isalpha():
                 continue
@@ -259,11 +258,6 @@ def duration_right_after(text: str, position: int) -> tuple[float, int, int] | N
         return None
     days = _amount(match.group(1)) * _DAYS_PER[match.group(2)[0].lower()]
     return days, match.start(), match.end()
-
-
-def is_since(text: str, date_start: int) -> bool:
-    """Whether the date at `date_start` is an onset ("since 2025-11-01", "began in March")."""
-    return _SINCE.search(text[max(0, date_start - 40) : date_start]) is not None
 
 
 def _to_date(groups: tuple[str | None, ...], order: str) -> dt.date | None:

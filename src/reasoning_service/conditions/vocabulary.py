@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 __all__ = ["ContextCue", "Vocabulary", "load_vocabulary", "normalise_words"]
 
@@ -69,12 +69,22 @@ class Vocabulary(BaseModel):
                 widened.extend(group)
         return list(dict.fromkeys(widened))
 
+    _units: dict[str, str] = PrivateAttr(default_factory=dict)
+    _spellings: tuple[str, ...] = PrivateAttr(default=())
+
+    def model_post_init(self, context: object, /) -> None:
+        """Prepare the unit spellings once: every number read in a note looks them up."""
+        self._units = {key.lower(): value for key, value in self.unit_spellings.items()}
+        self._spellings = tuple(sorted(self._units, key=len, reverse=True))
+
+    @property
+    def spellings_longest_first(self) -> tuple[str, ...]:
+        """Unit spellings in lower case, longest first (`events/hour` before `h`)."""
+        return self._spellings
+
     def unit_for(self, spelling: str) -> str | None:
         """The pint unit a spelling in a note stands for (`lbs` -> `lb`), or None."""
-        return self._units().get(spelling.lower().strip())
-
-    def _units(self) -> dict[str, str]:
-        return {key.lower(): value for key, value in self.unit_spellings.items()}
+        return self._units.get(spelling.lower().strip())
 
 
 def load_vocabulary(path: Path | None) -> Vocabulary:
