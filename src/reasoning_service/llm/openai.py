@@ -95,6 +95,8 @@ class OpenAIClient:
         return self._model
 
     async def complete(self, request: LLMRequest) -> LLMReply:
+        # The body goes out as `extra_body`: the SDK's own pass over typed parameters changes
+        # nothing in these and cost 13% of the service's CPU with 500 evaluations in flight.
         wire = to_wire_request(
             request,
             model=self._model,
@@ -103,7 +105,9 @@ class OpenAIClient:
         )
         started = time.perf_counter()
         with map_errors(self._provider, self._model):
-            completion = await self._sdk.chat.completions.create(**wire)
+            completion = await self._sdk.chat.completions.create(
+                model=wire.pop("model"), messages=[], extra_body=wire
+            )
         latency_ms = (time.perf_counter() - started) * 1000
         if not completion.choices:
             raise classify(_facts_from_error_body(completion, self._provider, self._model))

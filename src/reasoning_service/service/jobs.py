@@ -10,7 +10,11 @@ The path of one job:
    result under the job id, which is unique, so a second run of the job cannot store a second
    result (its write is a ConflictError and it answers with the first);
 3. a worker killed mid-job stops sending heartbeats; every worker looks for jobs of stalled
-   workers (`_recover_stalled`) and puts them back on the queue, so another worker runs them;
+   workers (`_recover_stalled`) and puts them back on the queue, so another worker runs them,
+   at most `MAX_ATTEMPTS` times in all: a job that keeps killing its worker ends `failed`
+   instead of taking every worker down in turn. Jobs stored but never queued (the submitting
+   process died between the two writes, or the queue refused them) are queued by the same
+   sweep, and by a retried submission of the same `Idempotency-Key`;
 4. `status` reads the queue's state of the job (queued, running, failed) and the stored
    evaluation (done).
 
@@ -28,13 +32,19 @@ from typing import Literal
 
 import procrastinate
 import psycopg
-from procrastinate.exceptions import ProcrastinateException
+from procrastinate.exceptions import AlreadyEnqueued, ProcrastinateException
 
 from reasoning_service.errors import ConflictError, InvalidInputError, StoreError
 from reasoning_service.models import EvaluationRequest
 from reasoning_service.service.evaluation import EvaluationService
 from reasoning_service.store import Idempotency, Store
-from reasoning_service.store.jobs import JobRecord, create_job, get_job, set_queue_job_id
+from reasoning_service.store.jobs import (
+    JobRecord,
+    create_job,
+    get_job,
+    set_queue_job_id,
+    unqueued_jobs,
+)
 from reasoning_service.store.postgres import SCHEMA_LOCK
 
 __all__ = ["JobQueue", "JobState", "JobStatus", "WorkerTiming"]
@@ -43,6 +53,8 @@ logger = logging.getLogger(__name__)
 
 QUEUE = "evaluations"
 TASK = "evaluate"
+MAX_ATTEMPTS = 3
+"""Runs of one job, counting those whose worker died and those that raised."""
 JobState = Literal["queued", "running", "done", "failed"]
 
 _STATES: dict[str, JobState] = {
@@ -78,7 +90,9 @@ class WorkerTiming:
     stalled_after_s: float = 10.0
     """A worker silent this long is dead: its running jobs are queued again."""
     recover_every_s: float = 2.0
-    """How often each worker looks for jobs of dead workers."""
+    """How often each worker looks for jobs of dead workers, and for jobs never queued."""
+    unqueued_after_s: float = 30.0
+    """A job stored this long ago and still not on the queue lost its submitter: queue it."""
 
 
 class JobQueue:
@@ -138,16 +152,29 @@ class JobQueue:
                     "Idempotency-Key: already used with a different request body; "
                     "use a new key for a new request"
                 )
+            if stored.queue_job_id is None:  # the first submission never reached the queue
+                await self._queue(stored.job_id)
             status = await self.status(stored.job_id)
             assert status is not None
             return JobStatus(**{**status.__dict__, "replayed": True})
-        deferrer = self._app.configure_task(TASK, queue=QUEUE)
+        await self._queue(record.job_id)
+        return JobStatus(record.job_id, "queued", owner, record.created_at)
+
+    async def _queue(self, job_id: str) -> None:
+        """Put a stored job on the queue. The queueing lock (the job id) keeps a job from being
+        waiting twice when two processes queue it at once; the one that finds it taken is done.
+
+        Raises:
+            StoreError: the queue is unreachable (the job stays stored; the sweep queues it).
+        """
+        deferrer = self._app.configure_task(TASK, queue=QUEUE, queueing_lock=job_id)
         try:
-            queue_job_id = await deferrer.defer_async(job_id=record.job_id)
+            queue_job_id = await deferrer.defer_async(job_id=job_id)
+        except AlreadyEnqueued:
+            return
         except (ProcrastinateException, psycopg.Error) as exc:
             raise StoreError(f"job queue: cannot queue ({exc.__class__.__name__})") from exc
-        await set_queue_job_id(self._store, record.job_id, queue_job_id)
-        return JobStatus(record.job_id, "queued", owner, record.created_at)
+        await set_queue_job_id(self._store, job_id, queue_job_id)
 
     async def status(self, job_id: str) -> JobStatus | None:
         """The job's state; None for an unknown job id."""
@@ -183,7 +210,7 @@ class JobQueue:
         @self._app.task(
             name=TASK,
             queue=QUEUE,
-            retry=procrastinate.RetryStrategy(max_attempts=3, wait=1),
+            retry=procrastinate.RetryStrategy(max_attempts=MAX_ATTEMPTS, wait=1),
         )
         async def evaluate(job_id: str) -> str:
             return await run_job(self._store, evaluations, job_id)
@@ -203,20 +230,40 @@ class JobQueue:
             await asyncio.gather(recovering, return_exceptions=True)
 
     async def _recover_stalled(self, timing: WorkerTiming) -> None:
-        manager = self._app.job_manager
         while True:
             await asyncio.sleep(timing.recover_every_s)
             try:
-                stalled = await manager.get_stalled_jobs(
-                    queue=QUEUE, seconds_since_heartbeat=timing.stalled_after_s
+                await self._requeue_stalled(timing.stalled_after_s)
+                await self._queue_unqueued(timing.unqueued_after_s)
+            except (ProcrastinateException, psycopg.Error, StoreError) as exc:
+                logger.warning("job recovery failed; trying again", exc_info=exc)
+
+    async def _requeue_stalled(self, stalled_after_s: float) -> None:
+        manager = self._app.job_manager
+        stalled = await manager.get_stalled_jobs(
+            queue=QUEUE, seconds_since_heartbeat=stalled_after_s
+        )
+        for job in stalled:
+            assert job.id is not None
+            if job.attempts + 1 >= MAX_ATTEMPTS:
+                logger.error(
+                    "a job's worker died on each of its runs: failing it",
+                    extra={"queue_job_id": job.id},
                 )
-                for job in stalled:
-                    logger.warning(
-                        "requeueing the job of a dead worker", extra={"queue_job_id": job.id}
-                    )
-                    await manager.retry_job(job)
-            except (ProcrastinateException, psycopg.Error) as exc:
-                logger.warning("stalled-job recovery failed; trying again", exc_info=exc)
+                await manager.finish_job_by_id_async(
+                    job.id, status=procrastinate.jobs.Status.FAILED, delete_job=False
+                )
+            else:
+                logger.warning(
+                    "requeueing the job of a dead worker", extra={"queue_job_id": job.id}
+                )
+                await manager.retry_job(job)
+
+    async def _queue_unqueued(self, unqueued_after_s: float) -> None:
+        cutoff = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=unqueued_after_s)
+        for job_id in await unqueued_jobs(self._store, cutoff.isoformat()):
+            logger.warning("queueing a job its submitter never queued")
+            await self._queue(job_id)
 
 
 async def run_job(store: Store, evaluations: EvaluationService, job_id: str) -> str:

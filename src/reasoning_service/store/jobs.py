@@ -14,7 +14,7 @@ from typing import Any
 from reasoning_service.store.base import Idempotency, Store
 from reasoning_service.store.tables import Tables
 
-__all__ = ["JobRecord", "create_job", "get_job", "set_queue_job_id"]
+__all__ = ["JobRecord", "create_job", "get_job", "set_queue_job_id", "unqueued_jobs"]
 
 
 @dataclass(frozen=True)
@@ -71,9 +71,29 @@ async def get_job(store: Store, job_id: str) -> JobRecord | None:
 
 
 async def set_queue_job_id(store: Store, job_id: str, queue_job_id: int) -> None:
+    """Note the queue's id of the job; the first one noted stays (a job queued twice at once
+    still runs once: `run_job` stores one result per job)."""
     await store.run(
-        lambda tables: tables.update("jobs", {"queue_job_id": queue_job_id}, "job_id = ?", [job_id])
+        lambda tables: tables.update(
+            "jobs", {"queue_job_id": queue_job_id}, "job_id = ? and queue_job_id is null", [job_id]
+        )
     )
+
+
+async def unqueued_jobs(store: Store, created_before: str, limit: int = 100) -> list[str]:
+    """Ids of jobs stored before `created_before` (ISO time) that never reached the queue: the
+    process that stored them died, or the queue refused them, before they were queued."""
+    rows = await store.run(
+        lambda tables: tables.select(
+            "jobs",
+            "queue_job_id is null and created_at < ?",
+            [created_before],
+            columns="job_id",
+            order_by="created_at",
+            limit=limit,
+        )
+    )
+    return [str(row["job_id"]) for row in rows]
 
 
 def _from_row(row: dict[str, Any]) -> JobRecord:

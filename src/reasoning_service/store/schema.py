@@ -154,6 +154,7 @@ _INDEXES: list[tuple[str, list[str], bool]] = [
     ("evaluations", ["idempotency_key"], True),
     ("evaluations", ["job_id"], True),
     ("jobs", ["idempotency_key"], True),
+    ("jobs", ["queue_job_id", "created_at"], False),  # the sweep for jobs never queued
     ("criterion_results", ["criterion_id"], False),
     ("shadow_comparisons", ["created_at"], False),
     ("api_keys", ["key_sha256"], False),
