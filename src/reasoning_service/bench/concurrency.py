@@ -33,7 +33,7 @@ from reasoning_service.bench.live import (
 from reasoning_service.bench.stats import percentile, rss_mb
 from reasoning_service.testing.live_server import free_port
 
-__all__ = ["run_concurrency"]
+__all__ = ["evaluate_one", "run_concurrency", "scripted_llm_process"]
 
 
 async def run_concurrency(data: BenchData, *, levels: list[int], delay_s: float) -> dict[str, Any]:
@@ -42,11 +42,11 @@ async def run_concurrency(data: BenchData, *, levels: list[int], delay_s: float)
     in_flight = max(levels)
     with (
         tempfile.TemporaryDirectory() as tmp,
-        _llm_process(delay_s) as (llm_url, llm_pid),
+        scripted_llm_process(delay_s) as (llm_url, llm_pid),
         _service_process(Path(tmp), llm_url, data.data_dir, in_flight) as (service_url, pid),
     ):
         async with BenchClient(service_url) as client:
-            await _evaluate(client, examples[0])  # warm-up: imports, connections, first write
+            await evaluate_one(client, examples[0])  # warm-up: imports, connections, first write
             idle = rss_mb(pid)
             rows = []
             for level in levels:
@@ -82,7 +82,7 @@ async def _level(
     sampler = asyncio.create_task(sample())
     started = time.perf_counter()
     outcomes = await asyncio.gather(
-        *(_evaluate(client, examples[i % len(examples)]) for i in range(level))
+        *(evaluate_one(client, examples[i % len(examples)]) for i in range(level))
     )
     wall_s = time.perf_counter() - started
     done.set()
@@ -121,7 +121,7 @@ async def _level(
     }
 
 
-async def _evaluate(client: BenchClient, example: Any) -> tuple[float, int, str | None]:
+async def evaluate_one(client: BenchClient, example: Any) -> tuple[float, int, str | None]:
     """(latency, LLM calls, None) for a stored evaluation, else the error's kind last."""
     body = {
         "case": example.case.model_dump(mode="json", exclude_none=True),
@@ -143,7 +143,7 @@ async def _evaluate(client: BenchClient, example: Any) -> tuple[float, int, str 
 
 
 @contextmanager
-def _llm_process(delay_s: float) -> Iterator[tuple[str, int]]:
+def scripted_llm_process(delay_s: float) -> Iterator[tuple[str, int]]:
     port = free_port()
     command = [sys.executable, "-m", "reasoning_service.bench.llm_server", "--port", str(port)]
     with bench_process([*command, "--delay", str(delay_s)], os.environ.copy()) as process:

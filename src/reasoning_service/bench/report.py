@@ -38,6 +38,7 @@ def render_markdown(results: dict[str, Any]) -> str:
     parts += _dspy(results["dspy_react_comparison"])
     parts += _load(results["load"])
     parts += _local_model(results.get("local_model", {"skipped": "not run"}))
+    parts += _scale_out(results.get("scale_out", []))
     return "\n\n".join(parts) + "\n"
 
 
@@ -148,6 +149,34 @@ def _local_model(section: dict[str, Any]) -> list[str]:
         f"{section['criteria_planned']} planned within {section['deadline_s']:.0f} s "
         f"({section['criteria_decided_by_code_alone']} more were decided by code alone); the "
         "cached share is read from the server's log. CPU timings depend on what else runs.",
+    ]  # fmt: skip
+
+
+def _scale_out(sections: list[dict[str, Any]]) -> list[str]:
+    title = "## 9. Beyond one process: API replicas and workers on PostgreSQL"
+    if not sections:
+        return [title, "Skipped: not run in this profile."]
+    if "skipped" in sections[0]:
+        return [title, f"Skipped: {sections[0]['skipped']}."]
+    rows = [
+        (
+            s["delay_s"], s["in_flight"], r["api_processes"], r["workers"], r["mode"],
+            f"{r['ok']}/{s['in_flight']}", r["wall_s"], r["throughput_per_s"],
+            r["fraction_of_ideal"], r["service_cpu_ms_per_evaluation"], r["machine_cpu_busy"],
+        )
+        for s in sections
+        for r in s["rows"]
+    ]  # fmt: skip
+    return [
+        title,
+        sections[0]["what"] + ".",
+        _table(
+            ["LLM delay s", "in flight", "API processes", "workers", "mode", "ok", "wall s",
+             "eval/s", "fraction of ideal", "service CPU ms/eval", "machine CPU busy"],
+            rows,
+        ),
+        "A machine CPU share near 1.0 means the row was bound by this machine's cores, which "
+        "the service, PostgreSQL, the scripted LLM and the client share.",
     ]  # fmt: skip
 
 

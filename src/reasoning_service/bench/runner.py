@@ -21,6 +21,7 @@ from reasoning_service.bench.load import run_load
 from reasoning_service.bench.local_model import run_local_model
 from reasoning_service.bench.report import render_markdown
 from reasoning_service.bench.retrieval_scale import run_retrieval_scale
+from reasoning_service.bench.scale_out import run_scale_out
 from reasoning_service.bench.service_pass import run_service_pass
 from reasoning_service.bench.stats import machine_info
 from reasoning_service.prompts import load_prompt
@@ -39,6 +40,7 @@ SECTIONS = (
     "dspy_react_comparison",
     "load",
     "local_model",
+    "scale_out",
 )
 
 
@@ -57,11 +59,17 @@ class BenchConfig:
     """Criteria the packaged local model decides in item 8 (skipped when 0 or not installed)."""
     local_deadline_s: float = 0.0
     """Item 8 starts no criterion after this much wall time."""
+    scale_out_in_flight: int = 0
+    """Evaluations at once in item 9 (replicas and workers; skipped when 0)."""
+    scale_out_delays_s: tuple[float, ...] = ()
+    """The scripted LLM's delays item 9 runs at, one cluster run each."""
 
 
 PROFILES = {
-    "full": BenchConfig("full", None, (1, 10, 100, 500), 1.0, (1, 100, 1000), 300, 200, 10, 900),
-    "quick": BenchConfig("quick", 30, (1, 10, 100), 0.5, (1, 100), 100, 200, 3, 180),
+    "full": BenchConfig(
+        "full", None, (1, 10, 100, 500), 1.0, (1, 100, 1000), 300, 200, 10, 900, 500, (1.0, 3.0)
+    ),
+    "quick": BenchConfig("quick", 30, (1, 10, 100), 0.5, (1, 100), 100, 200, 3, 180, 500, (1.0,)),
     "smoke": BenchConfig("smoke", 3, (1,), 0.05, (1,), 5, 12),
 }
 
@@ -108,6 +116,12 @@ async def run_bench(
     results["local_model"] = await run_local_model(
         data, examples, criteria=config.local_criteria, deadline_s=config.local_deadline_s
     )
+    log(f"[9] beyond one process: {config.scale_out_in_flight} in flight")
+    results["scale_out"] = [
+        await run_scale_out(data, in_flight=config.scale_out_in_flight, delay_s=delay)
+        for delay in config.scale_out_delays_s
+        if config.scale_out_in_flight
+    ]
     results["elapsed_s"] = round(time.perf_counter() - started, 1)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / RESULTS_JSON).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

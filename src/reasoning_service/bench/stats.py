@@ -10,7 +10,14 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["machine_info", "percentile", "rss_mb", "summarise_ms"]
+__all__ = [
+    "busy_share",
+    "machine_cpu_jiffies",
+    "machine_info",
+    "percentile",
+    "rss_mb",
+    "summarise_ms",
+]
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -80,3 +87,18 @@ def machine_info() -> dict[str, object]:
         "platform": platform.platform(),
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
+
+
+def machine_cpu_jiffies() -> tuple[int, int]:
+    """(busy, total) CPU time of the whole machine so far, all cores (/proc/stat): the busy share
+    between two readings says whether a run was bound by the machine's CPU."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    total = sum(fields[:8])  # guest time is counted in user already
+    return total - idle, total
+
+
+def busy_share(before: tuple[int, int], after: tuple[int, int]) -> float | None:
+    """The machine's CPU busy share between two `machine_cpu_jiffies` readings."""
+    total = after[1] - before[1]
+    return round((after[0] - before[0]) / total, 3) if total > 0 else None
