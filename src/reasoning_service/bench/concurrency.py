@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -143,12 +143,20 @@ async def evaluate_one(client: BenchClient, example: Any) -> tuple[float, int, s
 
 
 @contextmanager
-def scripted_llm_process(delay_s: float) -> Iterator[tuple[str, int]]:
+def scripted_llm_process(delay_s: float, *, processes: int = 1) -> Iterator[tuple[str, int]]:
+    """The scripted LLM answering after `delay_s`: (base URL, pid of its first process).
+    With `processes` > 1, that many share the port."""
     port = free_port()
     command = [sys.executable, "-m", "reasoning_service.bench.llm_server", "--port", str(port)]
-    with bench_process([*command, "--delay", str(delay_s)], os.environ.copy()) as process:
-        wait_until_up(process, f"http://127.0.0.1:{port}/v1/chat/completions", expect_any=True)
-        yield f"http://127.0.0.1:{port}/v1", process.pid
+    command += ["--delay", str(delay_s), *(["--reuse-port"] if processes > 1 else [])]
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    with ExitStack() as stack:
+        started = [
+            stack.enter_context(bench_process(command, os.environ.copy())) for _ in range(processes)
+        ]
+        for process in started:  # it answers every request after the delay, probes too
+            wait_until_up(process, url, expect_any=True, probe_timeout_s=delay_s + 2)
+        yield f"http://127.0.0.1:{port}/v1", started[0].pid
 
 
 def _service_process(

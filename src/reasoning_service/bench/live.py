@@ -112,7 +112,12 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 def wait_until_up(
-    process: subprocess.Popen[bytes], url: str, *, expect_any: bool = False, timeout_s: float = 60
+    process: subprocess.Popen[bytes],
+    url: str,
+    *,
+    expect_any: bool = False,
+    timeout_s: float = 60,
+    probe_timeout_s: float = 1,
 ) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -122,7 +127,7 @@ def wait_until_up(
             stderr = log.read().decode(errors="replace")[-2000:]
             raise RuntimeError(f"{' '.join(process.args[:4])} exited: {stderr}")  # type: ignore[index]
         try:
-            response = httpx.get(url, timeout=1)
+            response = httpx.get(url, timeout=probe_timeout_s)
             if expect_any or response.status_code == 200:
                 return
         except httpx.HTTPError:

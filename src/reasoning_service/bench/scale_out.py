@@ -3,7 +3,8 @@
 The docker-compose topology as processes on this machine — API replicas and workers on one
 throwaway PostgreSQL (`bench.cluster`) — against the scripted LLM of item 3 (`bench.llm_server`,
 answering after `delay_s`), with the ReAct controller. At one level of evaluations in flight,
-three rows measured in the same run:
+three rows measured in the same run (the scripted LLM runs as two processes on one port, so
+that 500 replies due at the same moment do not queue behind its own single event loop):
 
 - one API process, synchronous evaluations (the baseline: item 3's shape, on PostgreSQL);
 - the API replicas, synchronous evaluations spread over them;
@@ -51,7 +52,7 @@ async def run_scale_out(
     if find_postgres_bin() is None:
         return {"what": what, "skipped": "PostgreSQL is not installed (pg_ctl, initdb)"}
     rows = []
-    with TemporaryPostgres() as server, scripted_llm_process(delay_s) as (llm_url, _):
+    with TemporaryPostgres() as server, scripted_llm_process(delay_s, processes=2) as (llm_url, _):
         env = _service_env(llm_url, in_flight=in_flight, workers=workers)
         for apis, mode in ((1, "sync"), (replicas, "sync"), (replicas, "async")):
             running_workers = workers if mode == "async" else 0
