@@ -22,9 +22,10 @@ For one criterion:
 Rules for an answer (`yes` means the atom holds, whatever its polarity):
     - unknown, no ids, an id that was not offered, a snippet that does not verify, or
       confidence below `abstain_below`                               -> no answer
-    - yes: holds when a cited snippet shows the atom's side (an affirmed mention; a negated one
-      for `expect: absent`) and none shows the other side, a relative, a hypothetical or only a
-      possibility; otherwise conflicting
+    - yes: no answer when no cited snippet shows the atom's side (an affirmed mention; a negated
+      one for `expect: absent`): a "yes" its own evidence does not show is a guess; holds when
+      one does and none shows the other side, a relative, a hypothetical or only a possibility;
+      otherwise conflicting
     - no: fails when a cited snippet shows the other side (for `expect: present`, a negated
       mention); otherwise no evidence
 
@@ -338,8 +339,10 @@ def model_state(
         return snippet.affirms if absent else snippet.negates
 
     if answer.answer == "yes":
+        if not any(map(shows_yes, cited)):
+            return None  # its own evidence does not show it: a guess, not a reading
         clean = not any(shows_no(s) or s.doubtful for s in cited)
-        return AtomState.HOLDS if clean and any(map(shows_yes, cited)) else AtomState.CONFLICTING
+        return AtomState.HOLDS if clean else AtomState.CONFLICTING
     return AtomState.FAILS if any(map(shows_no, cited)) else AtomState.NO_EVIDENCE
 
 

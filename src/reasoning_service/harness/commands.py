@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+from dataclasses import asdict
 from pathlib import Path
 
 from pydantic import SecretStr
@@ -89,6 +90,24 @@ def add_eval_commands(commands: argparse._SubParsersAction) -> None:  # type: ig
     atoms.add_argument("--deadline-s", type=float, help="stop asking after this much wall time")
     atoms.add_argument("--out", type=Path, help="write every answer and the summary as JSON")
     atoms.set_defaults(run=_atoms)
+
+    optimize_atoms = sub.add_parser(
+        "optimize-atoms",
+        help="evolve the atom-question prompt with GEPA on the labeled atom questions",
+    )
+    optimize_atoms.add_argument("--questions", type=Path, default=Path("eval/atom_questions.jsonl"))
+    optimize_atoms.add_argument(
+        "--budget", type=int, required=True, help="questions GEPA may ask (metric calls)"
+    )
+    optimize_atoms.add_argument("--prompt", help="base prompt id (default: the configured one)")
+    optimize_atoms.add_argument("--new-prompt-id")
+    optimize_atoms.add_argument(
+        "--holdout-every", type=int, default=3, help="every k-th question is held out from GEPA"
+    )
+    optimize_atoms.add_argument("--minibatch", type=int, default=3)
+    optimize_atoms.add_argument("--seed", type=int, default=0)
+    optimize_atoms.add_argument("--out", type=Path, help="write the report as JSON")
+    optimize_atoms.set_defaults(run=_optimize_atoms)
 
 
 def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
@@ -287,6 +306,48 @@ async def _atoms(services: Services, args: argparse.Namespace, console: Console)
     console.print_json(json.dumps(summary))
     if args.out:
         args.out.write_text(outcomes_json(outcomes, summary) + "\n", encoding="utf-8")
+    return 0
+
+
+async def _optimize_atoms(services: Services, args: argparse.Namespace, console: Console) -> int:
+    from reasoning_service.harness.atom_questions import load_atom_questions
+    from reasoning_service.harness.optimize_atoms import optimize_atom_prompt
+    from reasoning_service.prompts import load_prompt
+    from reasoning_service.service.container import build_atom_controller
+
+    if services.llm is None:
+        raise InvalidInputError("eval optimize-atoms needs a model: set REASONING_LLM_*")
+    settings = services.settings
+    base = load_prompt(settings.prompts_dir, args.prompt or settings.effective_atom_prompt_id)
+    report = await optimize_atom_prompt(
+        base=base,
+        controller_for=lambda p: build_atom_controller(services, check_yes=True, prompt=p),
+        services=services,
+        reflection_llm=services.llm,
+        questions=load_atom_questions(args.questions),
+        root=Path.cwd(),
+        budget=args.budget,
+        prompts_dir=settings.prompts_dir,
+        new_prompt_id=args.new_prompt_id,
+        holdout_every=args.holdout_every,
+        minibatch_size=args.minibatch,
+        seed=args.seed,
+        log=console.print,
+    )
+    summary = {
+        "model": services.llm.model,
+        **{k: v for k, v in asdict(report).items() if k != "path"},
+        "adopted": report.adopted,
+        "path": str(report.path) if report.path else None,
+    }
+    console.print_json(json.dumps(summary, default=str))
+    if args.out:
+        args.out.write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+    if report.adopted:
+        console.print(f"New prompt {report.prompt_id} written to {report.path}")
+        console.print(f"Select it with REASONING_ATOM_PROMPT_ID={report.prompt_id}")
+    else:
+        console.print("Not better on the held-out questions: nothing written.")
     return 0
 
 

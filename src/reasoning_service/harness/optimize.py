@@ -96,7 +96,7 @@ class ReActGEPAAdapter:
     ) -> EvaluationBatch[Rollout, CriterionResult]:
         self._evaluations += 1
         controller = self._controller_for(prompt_from_candidate(candidate, "gepa-candidate"))
-        results = _run_on(self._loop, self._run_batch(controller, batch))
+        results = run_on(self._loop, self._run_batch(controller, batch))
         rollouts = [
             Rollout(e, r, example_score(e, r), feedback_for(e, r))
             for e, r in zip(batch, results, strict=True)
@@ -184,16 +184,19 @@ def _digest(candidate: Mapping[str, str]) -> str:
     return hashlib.sha256(json.dumps(candidate, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def _run_on(loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, T]) -> T:
+def run_on(loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, T]) -> T:
     return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
 
 
 class ReflectionLM:
     """GEPA's `LanguageModel` (prompt -> text) backed by one of our LLM clients."""
 
-    def __init__(self, llm: LLMClient, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, llm: LLMClient, loop: asyncio.AbstractEventLoop, *, max_output_tokens: int = 2000
+    ) -> None:
         self._llm = llm
         self._loop = loop
+        self._max_output_tokens = max_output_tokens
 
     def __call__(self, prompt: str | list[dict[str, Any]]) -> str:
         messages = (
@@ -201,11 +204,13 @@ class ReflectionLM:
             if isinstance(prompt, str)
             else tuple(Message(role=m["role"], content=str(m["content"])) for m in prompt)
         )
-        request = LLMRequest(messages=messages, max_output_tokens=2000, temperature=0.7)
-        return _run_on(self._loop, self._llm.complete(request)).content
+        request = LLMRequest(
+            messages=messages, max_output_tokens=self._max_output_tokens, temperature=0.7
+        )
+        return run_on(self._loop, self._llm.complete(request)).content
 
 
-class _GEPALog:
+class GEPALog:
     """GEPA's progress lines go to our logger at debug level, not to stdout."""
 
     def log(self, message: str) -> None:
@@ -267,7 +272,7 @@ async def optimize_prompt(
         run_dir=str(run_dir) if run_dir else None,
         seed=seed,
         raise_on_exception=True,
-        logger=_GEPALog(),
+        logger=GEPALog(),
     )
     report = OptimizationReport(
         prompt_id=new_prompt_id or f"{base.prompt_id}-gepa-{dt.datetime.now(dt.UTC):%Y%m%d%H%M%S}",

@@ -258,10 +258,11 @@ def _atom_controller(
     fallback: Controller | None,
     *,
     check_yes: bool | None = None,
+    prompt: Prompt | None = None,
 ) -> AtomQuestionController:
     return AtomQuestionController(
         llm=llm,
-        prompt=load_prompt(settings.prompts_dir, settings.effective_atom_prompt_id),
+        prompt=prompt or load_prompt(settings.prompts_dir, settings.effective_atom_prompt_id),
         conditions=heuristic,
         fallback=fallback,
         token_budget=settings.token_budget,
@@ -273,10 +274,10 @@ def _atom_controller(
 
 
 def build_atom_controller(
-    services: Services, *, check_yes: bool | None = None
+    services: Services, *, check_yes: bool | None = None, prompt: Prompt | None = None
 ) -> AtomQuestionController:
-    """The atom-question controller on the configured LLM, without fallback (what `eval atoms`
-    and the bench measure).
+    """The atom-question controller on the configured LLM, without fallback (what `eval atoms`,
+    `eval optimize-atoms` and the bench measure); `prompt` replaces the configured one.
 
     Raises:
         ConfigError: no LLM is configured.
@@ -284,7 +285,12 @@ def build_atom_controller(
     if services.llm is None:
         raise ConfigError("atom questions need an LLM: set REASONING_LLM_PROVIDER")
     return _atom_controller(
-        services.settings, services.llm, services.conditions, None, check_yes=check_yes
+        services.settings,
+        services.llm,
+        services.conditions,
+        None,
+        check_yes=check_yes,
+        prompt=prompt,
     )
 
 

@@ -122,14 +122,15 @@ async def test_a_yes_stands_only_when_the_negated_question_is_not_also_yes(
 
 
 async def test_only_a_yes_that_would_hold_is_checked(server, local_llm, vocabulary):
-    # A "yes" citing a relative's mention is already conflicting: no second question.
+    # A "yes" citing only a relative's mention is no answer: no second question.
     server.push(answer("yes", ["S1"]))
     case = make_case("Father had ischemic cardiomyopathy. Echo today: LVEF 30%.")
     result = await make(local_llm, vocabulary).evaluate(task(case))
 
     server.assert_complete()
-    assert result.atoms[0].state is AtomState.CONFLICTING
-    assert result.status is CriterionStatus.UNCERTAIN
+    assert result.atoms[0].state is AtomState.NO_EVIDENCE
+    assert result.atoms[0].decided_by == "code"
+    assert result.status is CriterionStatus.MISSING_INFO
 
 
 async def test_without_the_check_one_yes_is_enough(server, local_llm, vocabulary):
