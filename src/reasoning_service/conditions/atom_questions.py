@@ -52,7 +52,7 @@ from typing import Any, Literal
 from jsonschema import Draft202012Validator, SchemaError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from reasoning_service.conditions.atoms import fact_presence
+from reasoning_service.conditions.atoms import denied_by_its_sentence, fact_presence
 from reasoning_service.conditions.case_reading import CaseReading, Mention
 from reasoning_service.conditions.combine import combine
 from reasoning_service.conditions.controller import (
@@ -269,6 +269,7 @@ def snippets_for(atom: Atom, reading: CaseReading) -> list[Snippet]:
                 evidence=view.evidence(),
                 affirms=presence is True,
                 negates=presence is False,
+                doubtful=presence is True and denied_by_its_sentence(view, reading, names),
             )
         )
     return snippets

@@ -137,6 +137,12 @@ def _source_sentences(evidence: CaseEvidence, reading: CaseReading) -> list[Sent
     return []
 
 
+def denied_by_its_sentence(view: FactView, reading: CaseReading, names: tuple[str, ...]) -> bool:
+    """A fact whose own source sentence mentions the concept only negated, about a relative or
+    hypothetically (an extractor that dropped a negation): its value is no evidence by itself."""
+    return _only_unaffirmed(_source_sentences(view.evidence(), reading), reading, names)
+
+
 def _inside(evidence: CaseEvidence, sentence: Sentence) -> bool:
     return (
         evidence.doc_id == sentence.doc_id

@@ -409,3 +409,23 @@ def test_snippets_are_few_short_verbatim_and_verify(read):
     assert all(verify_case_evidence(case, s.evidence) is not None for s in snippets)
     first = snippets[0].evidence
     assert case.documents[0].pages[0][first.char_start : first.char_end] == first.quote
+
+
+async def test_a_yes_citing_a_fact_its_own_sentence_puts_on_a_relative_never_holds(
+    conditions_controller,
+):
+    # The extractor took the father's cardiomyopathy for the patient's.
+    sentence = "Father had ischemic cardiomyopathy."
+    fact = {
+        "field": "history.ischemic_cardiomyopathy",
+        "value": True,
+        "confidence": 0.95,
+        "source": {"doc_id": "note-1", "page": 1, "quote": sentence},
+    }
+    case = make_case(f"{sentence} Echo today: LVEF 30%.", facts=[fact])
+    llm = ScriptedLLM([answer("yes", ["F1"], 0.99)])
+    result = await make(llm, conditions_controller).evaluate(task(case))
+
+    icm = next(atom for atom in result.atoms if atom.atom_id == "icm")
+    assert icm.state is AtomState.CONFLICTING
+    assert result.status is CriterionStatus.UNCERTAIN

@@ -63,9 +63,7 @@ def stored_unqueued(request: EvaluationRequest, *, key: str | None = None) -> Jo
     )
 
 
-async def test_a_job_its_submitter_never_queued_is_queued_by_a_worker_and_done(
-    services, cpap_case
-):
+async def test_a_job_its_submitter_never_queued_is_queued_by_a_worker_and_done(services, cpap_case):
     request = EvaluationRequest(case=cpap_case, **ONE_CRITERION, mode="async")
     record, _ = await create_job(services.store, stored_unqueued(request))
     async with worker(services):
