@@ -133,6 +133,10 @@ class Settings(BaseSettings):
     atom_check_yes: bool | None = None
     """Ask every "yes" that would hold again in negated form; a second "yes" makes the atom
     conflicting. Unset: on for the `local` provider (small models say "yes" too easily)."""
+    atom_ask_decided: bool | None = None
+    """Also ask the model about findings code decided (a second reading: it can confirm code or
+    make the atom conflicting). Unset: off for the `local` provider, whose second readings only
+    turned code's right verdicts into conflicts (docs/local-llm.md), on for hosted models."""
     max_iterations: int = Field(default=10, ge=1, le=50)
     token_budget: int = Field(default=6000, ge=500)
     """Input plus output tokens per criterion, checked before each LLM call."""
@@ -288,6 +292,12 @@ class Settings(BaseSettings):
         if self.atom_check_yes is not None:
             return self.atom_check_yes
         return self.llm_provider == "local"
+
+    @property
+    def effective_atom_ask_decided(self) -> bool:
+        if self.atom_ask_decided is not None:
+            return self.atom_ask_decided
+        return self.llm_provider != "local"
 
     @property
     def effective_tool_calling_mode(self) -> ToolCallingMode:

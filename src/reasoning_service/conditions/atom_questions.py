@@ -4,8 +4,9 @@ Code decides what it can; the model only reads (DESIGN.md, "Criteria as checkabl
 For one criterion:
     1. every atom is evaluated by code (`evaluate_conditions`), exactly as the heuristic does;
        a quantity, time window or category that code decided (holds / fails) is final;
-    2. each remaining atom — every finding, and any atom code left at no evidence or
-       conflicting — that the case mentions at all becomes one question: the atom's `question`
+    2. each remaining atom — any atom code left at no evidence or conflicting, and with
+       `ask_decided` every finding too (a second reading that can confirm code or make the atom
+       conflicting) — that the case mentions at all becomes one question: the atom's `question`
        (or one built from its `label`) and at most `MAX_SNIPPETS` numbered snippets of the case
        (sentences that mention the atom's names: S1…, facts named for it: F1…);
     3. the model answers `{answer: yes|no|unknown, evidence: [ids], confidence}`: as one
@@ -358,9 +359,9 @@ def merge_states(code: AtomState, model: AtomState | None) -> AtomState:
     return AtomState.CONFLICTING
 
 
-def needs_question(atom: Atom, code: AtomState) -> bool:
-    """Findings always; other kinds only when code could not decide them."""
-    return isinstance(atom, FindingAtom) or code not in _CODE_FINAL
+def needs_question(atom: Atom, code: AtomState, *, ask_decided: bool = True) -> bool:
+    """Atoms code could not decide; with `ask_decided`, findings code decided too."""
+    return code not in _CODE_FINAL or (ask_decided and isinstance(atom, FindingAtom))
 
 
 @dataclass
@@ -418,7 +419,10 @@ class AtomQuestionController:
 
     The ReAct controller hands it every criterion with conditions; it reports as `react`.
     `answer_format="json_schema"` asks for constrained JSON text instead of a tool call (the
-    `local` provider); `check_yes` asks every "yes" that would hold again in negated form.
+    `local` provider); `check_yes` asks every "yes" that would hold again in negated form;
+    `ask_decided=False` asks only about atoms code left undecided (small models: on the labeled
+    atom questions their answers about findings code had decided only turned right verdicts
+    into conflicts, `docs/local-llm.md`).
     """
 
     name = "react"
@@ -435,6 +439,7 @@ class AtomQuestionController:
         max_output_tokens: int = 200,
         answer_format: AnswerFormat = "tool",
         check_yes: bool = False,
+        ask_decided: bool = True,
     ) -> None:
         self._llm = llm
         self._prompt = prompt
@@ -445,12 +450,17 @@ class AtomQuestionController:
         self._max_output_tokens = max_output_tokens
         self._answer_format: AnswerFormat = answer_format
         self._check_yes = check_yes
+        self._ask_decided = ask_decided
         self._spec = answer_spec(prompt.tool_descriptions.get(ANSWER, _ANSWER_DESCRIPTION))
         self._schemas = answer_schemas()
 
     @property
     def prompt_id(self) -> str:
         return self._prompt.prompt_id
+
+    def asks_about(self, atom: Atom, code: AtomState) -> bool:
+        """Whether a criterion's evaluation puts this atom to the model, given code's verdict."""
+        return needs_question(atom, code, ask_decided=self._ask_decided)
 
     async def evaluate(self, task: CriterionTask) -> CriterionResult:
         started = time.perf_counter()
@@ -479,12 +489,12 @@ class AtomQuestionController:
         questions = await asyncio.to_thread(self._prepare, task, conditions)
         atoms: list[AtomResult] = []
         last_input_tokens = 0
-        settled = _inapplicable_by_code(conditions, questions)
+        settled = _inapplicable_by_code(conditions, questions, ask_decided=self._ask_decided)
         for question in questions:
             run.step(StepKind.OBSERVATION, _code_line(question.code), tool="check_atom")
             asked = (
                 not settled
-                and needs_question(question.atom, question.code.state)
+                and self.asks_about(question.atom, question.code.state)
                 and bool(question.snippets)
             )
             if not asked:
@@ -682,12 +692,14 @@ class AtomQuestionController:
         )
 
 
-def _inapplicable_by_code(conditions: Conditions, questions: list[_Question]) -> bool:
+def _inapplicable_by_code(
+    conditions: Conditions, questions: list[_Question], *, ask_decided: bool
+) -> bool:
     """True when code alone shows the criterion does not apply: no answer could change it."""
     if conditions.applies_if is None:
         return False
     head = [q for q in questions if q.code.applicability]
-    if any(needs_question(q.atom, q.code.state) for q in head):
+    if any(needs_question(q.atom, q.code.state, ask_decided=ask_decided) for q in head):
         return False
     states = {q.code.atom_id: q.code.state for q in head}
     return combine(conditions.applies_if, states) is AtomState.FAILS

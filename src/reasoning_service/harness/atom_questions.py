@@ -13,7 +13,9 @@ gives every stage:
   shown, verify, and show the patient's side with no negation, relative or hypothetical;
 - `checked`: the same after the negated question (a second "yes" turns the first into unknown);
 - `code`: code's own verdict on the atom, without the model (the baseline);
-- `merged`: `merge_states(code, checked)`, the atom state the service goes on with.
+- `merged`: the atom state the service goes on with: `merge_states(code, checked)` where the
+  service would ask this atom, code's verdict where it would not (`ask_decided` off: findings
+  code decided are not asked).
 
 Conflicting counts as `unknown` (both are the safe side). Per stage: accuracy and wrong "yes"
 (a "yes" where gold is `no` or `unknown`) over the questions whose gold is not "yes".
@@ -26,7 +28,7 @@ import json
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -166,7 +168,9 @@ async def _ask(
     started = time.perf_counter()
     asked = await controller.ask_atom(task, atom, code, snippets)
     seconds = time.perf_counter() - started
-    return _outcome(question, asked, code.state, seconds, stale, _cached(asked, cache_log))
+    asked_in_service = controller.asks_about(atom, code.state)
+    outcome = _outcome(question, asked, code.state, seconds, stale, _cached(asked, cache_log))
+    return outcome if asked_in_service else replace(outcome, merged=outcome.code)
 
 
 def _cached(asked: AtomAsked, cache_log: PromptCacheLog | None) -> int | None:

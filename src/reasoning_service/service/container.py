@@ -270,6 +270,7 @@ def _atom_controller(
         max_output_tokens=min(settings.llm_max_output_tokens, 200),
         answer_format=settings.effective_atom_answer_format,
         check_yes=settings.effective_atom_check_yes if check_yes is None else check_yes,
+        ask_decided=settings.effective_atom_ask_decided,
     )
 
 

@@ -52,12 +52,15 @@ async def local_llm(server: ScriptedServer) -> AsyncIterator[OpenAIClient]:
     await client.aclose()
 
 
-def make(llm, vocabulary: Vocabulary, *, check_yes: bool = True) -> AtomQuestionController:
+def make(
+    llm, vocabulary: Vocabulary, *, check_yes: bool = True, ask_decided: bool = True
+) -> AtomQuestionController:
     return AtomQuestionController(
         llm=llm,
         prompt=PROMPT,
         conditions=ConditionsController(vocabulary),
         fallback=None,
+        ask_decided=ask_decided,
         answer_format="json_schema",
         check_yes=check_yes,
     )
@@ -188,6 +191,7 @@ def test_the_local_provider_answers_constrained_and_checks_every_yes():
         True,
     )
     assert (hosted.effective_atom_answer_format, hosted.effective_atom_check_yes) == ("tool", False)
+    assert (local.effective_atom_ask_decided, hosted.effective_atom_ask_decided) == (False, True)
     assert local.effective_atom_prompt_id == "atoms-local-v1"
     assert hosted.effective_atom_prompt_id == "atoms-v1"
 
@@ -221,3 +225,17 @@ def test_start_up_converts_every_answer_schema_to_a_grammar_when_the_runtime_is_
         pytest.skip("llama.cpp runtime not installed (make setup-local)")
     local = Settings(llm_provider="local", llm_base_url="http://127.0.0.1:1/v1")
     assert check_atom_schemas(local) == 27  # in a child interpreter, ~1 s
+
+
+async def test_without_ask_decided_only_what_code_left_open_is_asked(server, local_llm, vocabulary):
+    # Code reads the cardiomyopathy (holds) and finds no LVEF: only the LVEF is asked.
+    server.push(text(json.dumps({"evidence": [], "answer": "unknown", "confidence": 0.9})))
+    case = make_case("Assessment: ischemic cardiomyopathy. LVEF to be measured at the echo.")
+    result = await make(local_llm, vocabulary, ask_decided=False).evaluate(task(case))
+
+    server.assert_complete()
+    asked = [json.loads(r.messages[-1]["content"])["question"] for r in server.requests]
+    assert len(asked) == 1 and "LVEF" in asked[0]
+    icm = next(atom for atom in result.atoms if atom.atom_id == "icm")
+    assert icm.state is AtomState.HOLDS and icm.decided_by == "code"
+    assert result.status is CriterionStatus.MISSING_INFO
