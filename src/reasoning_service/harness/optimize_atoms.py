@@ -142,9 +142,11 @@ class AtomOptimizationReport:
     metric_calls: int | None
     val_scores: list[float]
     best_index: int
+    """The proposal tried on the held-out questions (0: none, only the base)."""
     held_out_before: dict[str, Any]
     held_out_after: dict[str, Any] | None
-    """None when GEPA found nothing better than the base on validation (nothing to compare)."""
+    """Under GEPA's best proposal; None when the budget left no proposal that reached
+    validation."""
     seconds: float
     evaluations: list[dict[str, Any]] = field(default_factory=list)
     path: Path | None = None
@@ -209,26 +211,30 @@ async def optimize_atom_prompt(
         logger=GEPALog(),
     )
     prompt_id = new_prompt_id or f"{base.prompt_id}-gepa-{dt.datetime.now(dt.UTC):%Y%m%d%H%M%S}"
-    best = Prompt(prompt_id, result.best_candidate[SYSTEM])
+    scores = list(result.val_aggregate_scores)
+    # The best proposal on validation, even one that only ties the base: the held-out questions
+    # decide, so a tie there is not thrown away unseen.
+    challenger = max(range(1, len(scores)), key=lambda i: scores[i], default=None)
     log("held-out questions under the base prompt")
     before = await _held_out(held_out, services, controller_for(base), root, log)
-    after = None
-    if result.best_idx != 0:
-        log("held-out questions under GEPA's best candidate")
+    after, best = None, None
+    if challenger is not None:
+        best = Prompt(prompt_id, result.candidates[challenger][SYSTEM])
+        log("held-out questions under GEPA's best proposal")
         after = await _held_out(held_out, services, controller_for(best), root, log)
     report = AtomOptimizationReport(
         prompt_id=prompt_id,
         base_prompt_id=base.prompt_id,
         budget=budget,
         metric_calls=result.total_metric_calls,
-        val_scores=list(result.val_aggregate_scores),
-        best_index=result.best_idx,
+        val_scores=scores,
+        best_index=challenger or 0,
         held_out_before=before,
         held_out_after=after,
         seconds=round(loop.time() - started, 1),
         evaluations=evaluations,
     )
-    if after is not None and better_on_held_out(before, after):
+    if best is not None and after is not None and better_on_held_out(before, after):
         report.path = write_prompt(
             prompts_dir,
             best,
