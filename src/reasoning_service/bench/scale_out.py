@@ -3,14 +3,15 @@
 The docker-compose topology as processes on this machine — API replicas and workers on one
 throwaway PostgreSQL (`bench.cluster`) — against the scripted LLM of item 3 (`bench.llm_server`,
 answering after `delay_s`), with the ReAct controller. At one level of evaluations in flight,
-three rows measured in the same run (the scripted LLM runs as two processes on one port, so
+four rows measured in the same run (the scripted LLM runs as two processes on one port, so
 that 500 replies due at the same moment do not queue behind its own single event loop):
 
 - one API process, synchronous evaluations (the baseline: item 3's shape, on PostgreSQL);
 - the API replicas, synchronous evaluations spread over them;
-- asynchronous evaluations submitted through the replicas and run by the workers, from the
-  first submission to the last stored result (read from the database: polling every job through
-  the API would cost the CPU the workers need).
+- asynchronous evaluations submitted through the replicas and run by one worker, then by
+  `workers`, from the first submission to the last stored result (read from the database:
+  polling every job through the API would cost the CPU the workers need). A worker holds at
+  most `REASONING_WORKER_CONCURRENCY` (≤ 256) jobs at once.
 
 Each row reports its wall time, its fraction of the ideal (every evaluation takes exactly
 `iterations × delay_s`, all in parallel), failures, the CPU the service's processes spent per
@@ -46,16 +47,17 @@ async def run_scale_out(
     """Run the three rows at `in_flight`; see the module docstring."""
     what = (
         f"{in_flight} one-criterion evaluations at once (ReAct, scripted LLM answering after "
-        f"delay_s) on PostgreSQL: 1 API process, {replicas} API replicas, {workers} workers "
-        "behind the replicas; ideal wall = iterations × delay_s"
+        f"delay_s) on PostgreSQL: 1 API process, {replicas} API replicas, 1 and {workers} "
+        "workers behind the replicas; ideal wall = iterations × delay_s"
     )
     if find_postgres_bin() is None:
         return {"what": what, "skipped": "PostgreSQL is not installed (pg_ctl, initdb)"}
     rows = []
     with TemporaryPostgres() as server, scripted_llm_process(delay_s, processes=2) as (llm_url, _):
         env = _service_env(llm_url, in_flight=in_flight, workers=workers)
-        for apis, mode in ((1, "sync"), (replicas, "sync"), (replicas, "async")):
-            running_workers = workers if mode == "async" else 0
+        shapes = [(1, 0), (replicas, 0), *((replicas, n) for n in sorted({1, workers}))]
+        for apis, running_workers in shapes:
+            mode = "async" if running_workers else "sync"
             url = server.create_database()
             with cluster(
                 url, apis=apis, workers=running_workers, examples_dir=data.data_dir, env=env

@@ -148,6 +148,8 @@ class AtomOptimizationReport:
     """Under GEPA's best proposal; None when the budget left no proposal that reached
     validation."""
     seconds: float
+    proposal: str | None = None
+    """The text of the proposal tried on the held-out questions."""
     evaluations: list[dict[str, Any]] = field(default_factory=list)
     path: Path | None = None
 
@@ -232,6 +234,7 @@ async def optimize_atom_prompt(
         held_out_before=before,
         held_out_after=after,
         seconds=round(loop.time() - started, 1),
+        proposal=best.system if best else None,
         evaluations=evaluations,
     )
     if best is not None and after is not None and better_on_held_out(before, after):

@@ -15,6 +15,7 @@ async def test_each_row_stores_every_evaluation_in_flight(postgres):
     assert [(r["api_processes"], r["workers"], r["mode"]) for r in rows] == [
         (1, 0, "sync"),
         (2, 0, "sync"),
+        (2, 1, "async"),
         (2, 2, "async"),
     ]
     for row in rows:
