@@ -234,15 +234,7 @@ async def _optimize(services: Services, args: argparse.Namespace, console: Conso
     train, val = split(examples, args.val_fraction, seed=args.seed)
     settings = services.settings
     base = load_prompt(settings.prompts_dir, args.prompt or settings.prompt_id)
-    # A separately configured reflection model gets a client of its own (plain text, so no
-    # tool-calling mode); otherwise the service's own LLM reflects.
-    own_reflection = (
-        build_llm_client(
-            settings.reflection_settings().model_copy(update={"tool_calling_mode": "native"})
-        )
-        if settings.reflection_provider
-        else None
-    )
+    own_reflection = _own_reflection_client(services)
     reflection = own_reflection or services.llm
     if reflection is None:
         raise InvalidInputError(
@@ -319,21 +311,26 @@ async def _optimize_atoms(services: Services, args: argparse.Namespace, console:
         raise InvalidInputError("eval optimize-atoms needs a model: set REASONING_LLM_*")
     settings = services.settings
     base = load_prompt(settings.prompts_dir, args.prompt or settings.effective_atom_prompt_id)
-    report = await optimize_atom_prompt(
-        base=base,
-        controller_for=lambda p: build_atom_controller(services, check_yes=True, prompt=p),
-        services=services,
-        reflection_llm=services.llm,
-        questions=load_atom_questions(args.questions),
-        root=Path.cwd(),
-        budget=args.budget,
-        prompts_dir=settings.prompts_dir,
-        new_prompt_id=args.new_prompt_id,
-        holdout_every=args.holdout_every,
-        minibatch_size=args.minibatch,
-        seed=args.seed,
-        log=console.print,
-    )
+    own_reflection = _own_reflection_client(services)
+    try:
+        report = await optimize_atom_prompt(
+            base=base,
+            controller_for=lambda p: build_atom_controller(services, check_yes=True, prompt=p),
+            services=services,
+            reflection_llm=own_reflection or services.llm,
+            questions=load_atom_questions(args.questions),
+            root=Path.cwd(),
+            budget=args.budget,
+            prompts_dir=settings.prompts_dir,
+            new_prompt_id=args.new_prompt_id,
+            holdout_every=args.holdout_every,
+            minibatch_size=args.minibatch,
+            seed=args.seed,
+            log=console.print,
+        )
+    finally:
+        if own_reflection is not None:
+            await own_reflection.aclose()
     summary = {
         "model": services.llm.model,
         **{k: v for k, v in asdict(report).items() if k != "path"},
@@ -349,6 +346,17 @@ async def _optimize_atoms(services: Services, args: argparse.Namespace, console:
     else:
         console.print("Not better on the held-out questions: nothing written.")
     return 0
+
+
+def _own_reflection_client(services: Services) -> LLMClient | None:
+    """A separately configured reflection model (`REASONING_REFLECTION_*`) gets a client of its
+    own (plain text, so no tool-calling mode); None means the service's own LLM reflects."""
+    settings = services.settings
+    if not settings.reflection_provider:
+        return None
+    return build_llm_client(
+        settings.reflection_settings().model_copy(update={"tool_calling_mode": "native"})
+    )
 
 
 def split(

@@ -81,7 +81,7 @@ def test_only_undecided_atoms_are_asked_and_answers_are_verified(tmp_path, cpap_
     assert not recorded["NCD-240.4/C5"]["interactions"]
 
 
-def test_a_yes_on_a_family_mention_stays_conflicting(tmp_path, cpap_case_json):
+def test_a_yes_citing_only_a_family_mention_is_no_answer(tmp_path, cpap_case_json):
     case = json.loads(json.dumps(cpap_case_json))
     for document in case["documents"]:
         document["pages"] = [
@@ -94,7 +94,8 @@ def test_a_yes_on_a_family_mention_stays_conflicting(tmp_path, cpap_case_json):
         result, _ = evaluate(llm_server, tmp_path / "db.sqlite", case)
     c4 = next(r for r in result.results if r.criterion_id == "NCD-240.4/C4")
     supervision = next(a for a in c4.atoms if a.atom_id == "physician_supervision")
-    assert supervision.state is AtomState.CONFLICTING and supervision.decided_by == "model"
+    # the father's test is no evidence of hers: code's reading (nothing about her) stands
+    assert supervision.state is not AtomState.HOLDS and supervision.decided_by == "code"
     assert c4.status is not CriterionStatus.MET
 
 
