@@ -24,6 +24,7 @@ Nothing polls a table of our own: taking, retrying and recovering jobs is procra
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import logging
 import uuid
@@ -55,6 +56,7 @@ QUEUE = "evaluations"
 TASK = "evaluate"
 MAX_ATTEMPTS = 3
 """Runs of one job, counting those whose worker died and those that raised."""
+_RECOVERY_STOP_S = 30.0
 JobState = Literal["queued", "running", "done", "failed"]
 
 _STATES: dict[str, JobState] = {
@@ -203,8 +205,11 @@ class JobQueue:
         concurrency: int = 4,
         timing: WorkerTiming | None = None,
         name: str | None = None,
+        install_signal_handlers: bool = True,
     ) -> None:
-        """Take jobs until SIGINT/SIGTERM; meanwhile requeue the jobs of dead workers."""
+        """Take jobs until SIGINT/SIGTERM (or until cancelled); meanwhile requeue the jobs of
+        dead workers and queue the jobs nobody queued. `install_signal_handlers=False` leaves
+        the process's signal handling alone (a worker inside another program, or a test)."""
         timing = timing or WorkerTiming()
 
         @self._app.task(
@@ -215,7 +220,8 @@ class JobQueue:
         async def evaluate(job_id: str) -> str:
             return await run_job(self._store, evaluations, job_id)
 
-        recovering = asyncio.create_task(self._recover_stalled(timing))
+        stopping = asyncio.Event()
+        recovering = asyncio.create_task(self._recover_stalled(timing, stopping))
         try:
             await self._app.run_worker_async(
                 queues=[QUEUE],
@@ -223,15 +229,22 @@ class JobQueue:
                 name=name,
                 update_heartbeat_interval=timing.heartbeat_s,
                 stalled_worker_timeout=timing.stalled_after_s,
-                install_signal_handlers=True,
+                install_signal_handlers=install_signal_handlers,
             )
         finally:
-            recovering.cancel()
-            await asyncio.gather(recovering, return_exceptions=True)
+            # Let a recovery pass finish its queries rather than cancel it inside one: a
+            # cancelled query on the queue's pool could leave the worker waiting forever.
+            stopping.set()
+            try:
+                await asyncio.wait_for(recovering, timeout=_RECOVERY_STOP_S)
+            except TimeoutError:
+                logger.warning("job recovery did not stop in time; abandoned")
 
-    async def _recover_stalled(self, timing: WorkerTiming) -> None:
-        while True:
-            await asyncio.sleep(timing.recover_every_s)
+    async def _recover_stalled(self, timing: WorkerTiming, stopping: asyncio.Event) -> None:
+        while not stopping.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopping.wait(), timeout=timing.recover_every_s)
+                return
             try:
                 await self._requeue_stalled(timing.stalled_after_s)
                 await self._queue_unqueued(timing.unqueued_after_s)

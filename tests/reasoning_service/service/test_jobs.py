@@ -33,12 +33,15 @@ async def services(postgres_url, tmp_path) -> AsyncIterator[Services]:
 @contextlib.asynccontextmanager
 async def worker(services: Services) -> AsyncIterator[None]:
     assert services.jobs is not None
-    running = asyncio.create_task(services.jobs.run_worker(services.evaluations, timing=FAST))
+    running = asyncio.create_task(
+        services.jobs.run_worker(services.evaluations, timing=FAST, install_signal_handlers=False)
+    )
     try:
         yield
     finally:
         running.cancel()
-        await asyncio.gather(running, return_exceptions=True)
+        # A worker that does not stop is a failure of its own, not a hung test run.
+        await asyncio.wait_for(asyncio.gather(running, return_exceptions=True), timeout=60)
 
 
 async def wait_for(services: Services, job_id: str, state: JobState) -> None:
