@@ -17,6 +17,7 @@ from reasoning_service.errors import ConfigError
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 ToolCallingMode = Literal["native", "forced", "text"]
 AtomAnswerFormat = Literal["tool", "json_schema"]
+AtomKind = Literal["quantity", "finding", "time_window", "category"]
 
 
 def check_controller_mode(value: str) -> str:
@@ -137,6 +138,10 @@ class Settings(BaseSettings):
     """Also ask the model about findings code decided (a second reading: it can confirm code or
     make the atom conflicting). Unset: off for the `local` provider, whose second readings only
     turned code's right verdicts into conflicts (docs/local-llm.md), on for hosted models."""
+    atom_model_kinds: list[AtomKind] | None = None
+    """Kinds of atoms code left open that the model is asked about (JSON list). Unset: all for
+    hosted models; `finding` and `category` for the `local` provider, whose "yes" about a
+    number or a date it cannot read was a guess (docs/local-llm.md)."""
     max_iterations: int = Field(default=10, ge=1, le=50)
     token_budget: int = Field(default=6000, ge=500)
     """Input plus output tokens per criterion, checked before each LLM call."""
@@ -298,6 +303,14 @@ class Settings(BaseSettings):
         if self.atom_ask_decided is not None:
             return self.atom_ask_decided
         return self.llm_provider != "local"
+
+    @property
+    def effective_atom_model_kinds(self) -> frozenset[AtomKind]:
+        if self.atom_model_kinds is not None:
+            return frozenset(self.atom_model_kinds)
+        if self.llm_provider == "local":
+            return frozenset({"finding", "category"})
+        return frozenset({"quantity", "finding", "time_window", "category"})
 
     @property
     def effective_tool_calling_mode(self) -> ToolCallingMode:

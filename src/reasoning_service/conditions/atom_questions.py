@@ -45,7 +45,7 @@ import itertools
 import json
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Literal
@@ -53,7 +53,11 @@ from typing import Any, Literal
 from jsonschema import Draft202012Validator, SchemaError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from reasoning_service.conditions.atoms import denied_by_its_sentence, fact_presence
+from reasoning_service.conditions.atoms import (
+    denied_by_its_sentence,
+    fact_is_evidence,
+    fact_presence,
+)
 from reasoning_service.conditions.case_reading import CaseReading, Mention
 from reasoning_service.conditions.combine import combine
 from reasoning_service.conditions.controller import (
@@ -245,9 +249,12 @@ def negated_question_for(atom: Atom) -> str:
     )
 
 
-def snippets_for(atom: Atom, reading: CaseReading) -> list[Snippet]:
+def snippets_for(atom: Atom, reading: CaseReading, min_fact_confidence: float) -> list[Snippet]:
     """Sentences mentioning the atom's names (S…) and facts named for it (F…), at most
-    `MAX_SNIPPETS`, each at most `SNIPPET_CHARS` long and verbatim."""
+    `MAX_SNIPPETS`, each at most `SNIPPET_CHARS` long and verbatim.
+
+    A fact that is no evidence to code (below `min_fact_confidence`, or the request's own
+    claim) is shown but shows neither side: a model citing it alone has only a guess."""
     names = reading.names(atom.concept, atom.aliases)
     by_sentence: dict[int, list[Mention]] = {}
     for mention in reading.mentions(names):
@@ -261,7 +268,9 @@ def snippets_for(atom: Atom, reading: CaseReading) -> list[Snippet]:
     for number, view in enumerate(facts[: MAX_SNIPPETS - len(snippets)], start=1):
         value = view.fact.value
         value_text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
-        presence = fact_presence(view, reading)
+        presence = (
+            fact_presence(view, reading) if fact_is_evidence(view, min_fact_confidence) else None
+        )
         snippets.append(
             Snippet(
                 id=f"F{number}",
@@ -359,8 +368,19 @@ def merge_states(code: AtomState, model: AtomState | None) -> AtomState:
     return AtomState.CONFLICTING
 
 
-def needs_question(atom: Atom, code: AtomState, *, ask_decided: bool = True) -> bool:
-    """Atoms code could not decide; with `ask_decided`, findings code decided too."""
+ALL_ATOM_KINDS = frozenset({"quantity", "finding", "time_window", "category"})
+
+
+def needs_question(
+    atom: Atom,
+    code: AtomState,
+    *,
+    ask_decided: bool = True,
+    kinds: Collection[str] = ALL_ATOM_KINDS,
+) -> bool:
+    """Atoms of `kinds` code could not decide; with `ask_decided`, findings code decided too."""
+    if atom.kind not in kinds:
+        return False
     return code not in _CODE_FINAL or (ask_decided and isinstance(atom, FindingAtom))
 
 
@@ -420,9 +440,11 @@ class AtomQuestionController:
     The ReAct controller hands it every criterion with conditions; it reports as `react`.
     `answer_format="json_schema"` asks for constrained JSON text instead of a tool call (the
     `local` provider); `check_yes` asks every "yes" that would hold again in negated form;
-    `ask_decided=False` asks only about atoms code left undecided (small models: on the labeled
-    atom questions their answers about findings code had decided only turned right verdicts
-    into conflicts, `docs/local-llm.md`).
+    `ask_decided=False` asks only about atoms code left undecided, and leaves a criterion whose
+    data says silence means "not applicable" at that (small models: on the labeled atom
+    questions their answers about findings code had decided only turned right verdicts into
+    conflicts, and on the tuning split every "yes" they gave about an applicability code found
+    silent was wrong, `docs/local-llm.md`); `model_kinds` are the atom kinds put to the model.
     """
 
     name = "react"
@@ -440,6 +462,7 @@ class AtomQuestionController:
         answer_format: AnswerFormat = "tool",
         check_yes: bool = False,
         ask_decided: bool = True,
+        model_kinds: Collection[str] = ALL_ATOM_KINDS,
     ) -> None:
         self._llm = llm
         self._prompt = prompt
@@ -451,6 +474,7 @@ class AtomQuestionController:
         self._answer_format: AnswerFormat = answer_format
         self._check_yes = check_yes
         self._ask_decided = ask_decided
+        self._model_kinds = frozenset(model_kinds)
         self._spec = answer_spec(prompt.tool_descriptions.get(ANSWER, _ANSWER_DESCRIPTION))
         self._schemas = answer_schemas()
 
@@ -460,7 +484,7 @@ class AtomQuestionController:
 
     def asks_about(self, atom: Atom, code: AtomState) -> bool:
         """Whether a criterion's evaluation puts this atom to the model, given code's verdict."""
-        return needs_question(atom, code, ask_decided=self._ask_decided)
+        return needs_question(atom, code, ask_decided=self._ask_decided, kinds=self._model_kinds)
 
     async def evaluate(self, task: CriterionTask) -> CriterionResult:
         started = time.perf_counter()
@@ -489,7 +513,7 @@ class AtomQuestionController:
         questions = await asyncio.to_thread(self._prepare, task, conditions)
         atoms: list[AtomResult] = []
         last_input_tokens = 0
-        settled = _inapplicable_by_code(conditions, questions, ask_decided=self._ask_decided)
+        settled = self._inapplicable_by_code(conditions, questions)
         for question in questions:
             run.step(StepKind.OBSERVATION, _code_line(question.code), tool="check_atom")
             asked = (
@@ -521,12 +545,28 @@ class AtomQuestionController:
             citations=citations,
         )
 
+    def _inapplicable_by_code(self, conditions: Conditions, questions: list[_Question]) -> bool:
+        """True when code alone shows the criterion does not apply and no answer may change it:
+        its applicability fails, or (without `ask_decided`) nothing speaks to it and the
+        criterion's data says that silence means "not applicable"."""
+        if conditions.applies_if is None:
+            return False
+        head = [q for q in questions if q.code.applicability]
+        applies = combine(conditions.applies_if, {q.code.atom_id: q.code.state for q in head})
+        if applies is AtomState.NO_EVIDENCE and not self._ask_decided:
+            return conditions.when_applicability_unknown == "not_applicable"
+        if any(self.asks_about(q.atom, q.code.state) for q in head):
+            return False
+        return applies is AtomState.FAILS
+
     def _prepare(self, task: CriterionTask, conditions: Conditions) -> list[_Question]:
         """Code's verdict and the snippets of every atom (CPU-bound: runs in a thread)."""
         reading = self._conditions.reading(task.case)
         results = evaluate_conditions(conditions, reading, self._conditions.min_fact_confidence)
         return [
-            _Question(atom, result, snippets_for(atom, reading))
+            _Question(
+                atom, result, snippets_for(atom, reading, self._conditions.min_fact_confidence)
+            )
             for atom, result in zip(conditions.atoms(), results, strict=True)
         ]
 
@@ -690,19 +730,6 @@ class AtomQuestionController:
             model=self._llm.model,
             usage=run.usage + Usage(tool_calls=len(atoms or [])),
         )
-
-
-def _inapplicable_by_code(
-    conditions: Conditions, questions: list[_Question], *, ask_decided: bool
-) -> bool:
-    """True when code alone shows the criterion does not apply: no answer could change it."""
-    if conditions.applies_if is None:
-        return False
-    head = [q for q in questions if q.code.applicability]
-    if any(needs_question(q.atom, q.code.state, ask_decided=ask_decided) for q in head):
-        return False
-    states = {q.code.atom_id: q.code.state for q in head}
-    return combine(conditions.applies_if, states) is AtomState.FAILS
 
 
 def _question_text(question: _Question, text: str) -> str:

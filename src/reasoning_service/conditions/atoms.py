@@ -39,7 +39,13 @@ from reasoning_service.models.conditions import (
     TimeWindowAtom,
 )
 
-__all__ = ["AtomVerdict", "evaluate_atom", "fact_presence"]
+__all__ = [
+    "AtomVerdict",
+    "denied_by_its_sentence",
+    "evaluate_atom",
+    "fact_is_evidence",
+    "fact_presence",
+]
 
 
 class _Says(Enum):
@@ -224,9 +230,10 @@ def _trusted(view: FactView, min_confidence: float) -> bool:
     return view.fact.confidence >= min_confidence
 
 
-def _trusted_clinically(view: FactView, min_confidence: float) -> bool:
+def fact_is_evidence(view: FactView, min_confidence: float) -> bool:
     """A finding needs the record's word: the request's own codes and service text are the
-    requester's claim, so on their own they never settle a clinical finding."""
+    requester's claim, so on their own they never settle a clinical finding; nor does a fact
+    below the confidence threshold."""
     return _trusted(view, min_confidence) and not view.fact.field.startswith("request.")
 
 
@@ -255,7 +262,7 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
                 says,
                 view.evidence(),
                 f"{view.fact.field} = {_short(view.fact.value)} ({word})",
-                _trusted_clinically(view, min_confidence),
+                fact_is_evidence(view, min_confidence),
                 view.date,
             )
         )
@@ -274,7 +281,7 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
                 says,
                 view.evidence(),
                 f"{view.fact.field}: {_short(view.fact.value)}",
-                _trusted_clinically(view, min_confidence),
+                fact_is_evidence(view, min_confidence),
                 view.date,
             )
         )

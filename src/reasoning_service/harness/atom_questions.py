@@ -160,7 +160,7 @@ async def _ask(
         )
     )
     atom, code = by_id[question.atom_id]
-    snippets = snippets_for(atom, reading)
+    snippets = snippets_for(atom, reading, services.conditions.min_fact_confidence)
     stale = [(s.id, s.text) for s in snippets] != [(s["id"], s["text"]) for s in question.snippets]
     task = CriterionTask(case=case, policy=policy, criterion=criterion)
     if cache_log is not None:

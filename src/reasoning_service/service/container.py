@@ -271,6 +271,7 @@ def _atom_controller(
         answer_format=settings.effective_atom_answer_format,
         check_yes=settings.effective_atom_check_yes if check_yes is None else check_yes,
         ask_decided=settings.effective_atom_ask_decided,
+        model_kinds=settings.effective_atom_model_kinds,
     )
 
 

@@ -101,12 +101,13 @@ def conditions_controller(vocabulary: Vocabulary) -> ConditionsController:
     return ConditionsController(vocabulary)
 
 
-def make(llm, conditions_controller: ConditionsController, *, fallback: bool = True):
+def make(llm, conditions_controller: ConditionsController, *, fallback: bool = True, **options):
     return AtomQuestionController(
         llm=llm,
         prompt=PROMPT,
         conditions=conditions_controller,
         fallback=conditions_controller if fallback else None,
+        **options,
     )
 
 
@@ -403,7 +404,7 @@ def test_snippets_are_few_short_verbatim_and_verify(read):
     ]
     case = make_case(*pages, facts=facts)
     atom = Conditions.model_validate({"require": ICM}).atoms()[0]
-    snippets = snippets_for(atom, read(case))
+    snippets = snippets_for(atom, read(case), 0.7)
     assert len(snippets) == 6 and [s.id for s in snippets][-2:] == ["F1", "F2"]
     assert all(len(s.text) <= 300 for s in snippets)
     assert all(verify_case_evidence(case, s.evidence) is not None for s in snippets)
@@ -429,3 +430,60 @@ async def test_a_yes_citing_a_fact_its_own_sentence_puts_on_a_relative_never_hol
     icm = next(atom for atom in result.atoms if atom.atom_id == "icm")
     assert icm.state is AtomState.CONFLICTING
     assert result.status is CriterionStatus.UNCERTAIN
+
+
+async def test_a_yes_citing_only_a_fact_code_does_not_trust_is_no_answer(conditions_controller):
+    # Below the confidence threshold a fact is no evidence to code; the model citing it adds
+    # nothing, so the criterion still asks for documentation.
+    fact = {"field": "history.ischemic_cardiomyopathy", "value": True, "confidence": 0.5}
+    case = make_case("Echo today: LVEF 30%.", facts=[fact])
+    llm = ScriptedLLM([answer("yes", ["F1"], 1.0)])
+    result = await make(llm, conditions_controller).evaluate(task(case))
+
+    llm.assert_complete()
+    icm = next(atom for atom in result.atoms if atom.atom_id == "icm")
+    assert icm.state is AtomState.NO_EVIDENCE and icm.decided_by == "code"
+    assert result.status is CriterionStatus.MISSING_INFO
+
+    trusted = make_case("Echo today: LVEF 30%.", facts=[{**fact, "confidence": 0.9}])
+    llm = ScriptedLLM([answer("yes", ["F1"], 1.0)])
+    assert (await make(llm, conditions_controller).evaluate(task(trusted))).status is (
+        CriterionStatus.MET  # code itself trusts this one
+    )
+
+
+async def test_atoms_of_kinds_the_model_is_not_asked_about_stay_with_code(conditions_controller):
+    case = make_case(
+        "Assessment: ischemic cardiomyopathy. Echo: ejection fraction severely reduced."
+    )
+    llm = ScriptedLLM([answer("yes", ["S1"])])
+    controller = make(llm, conditions_controller, model_kinds={"finding", "category"})
+    result = await controller.evaluate(task(case))
+
+    llm.assert_complete()
+    assert [q["question"] for q in asked(llm)] == ["Does the patient have ischemic cardiomyopathy?"]
+    lvef = next(atom for atom in result.atoms if atom.atom_id == "lvef")
+    assert lvef.state is AtomState.NO_EVIDENCE and lvef.decided_by == "code"
+    assert result.status is CriterionStatus.MISSING_INFO
+
+
+@pytest.mark.parametrize("ask_decided", [False, True])
+async def test_silence_the_data_reads_as_not_applicable_is_final_for_a_small_model(
+    ask_decided, conditions_controller
+):
+    conditions = {
+        "applies_if": {**ICM, "id": "icm_applies"},
+        "when_applicability_unknown": "not_applicable",
+        "require": LVEF,
+    }
+    case = make_case("If ischemic cardiomyopathy is confirmed, echo: ejection fraction reduced.")
+    llm = ScriptedLLM([answer("unknown", [])] * 2)
+    controller = make(llm, conditions_controller, ask_decided=ask_decided)
+    result = await controller.evaluate(task(case, policy(conditions)))
+
+    assert result.status is CriterionStatus.NOT_APPLICABLE
+    questions = [q["question"] for q in asked(llm)]
+    if ask_decided:  # a hosted model is asked whether the criterion applies after all
+        assert questions[0] == ICM["question"]
+    else:
+        assert questions == []

@@ -192,6 +192,10 @@ def test_the_local_provider_answers_constrained_and_checks_every_yes():
     )
     assert (hosted.effective_atom_answer_format, hosted.effective_atom_check_yes) == ("tool", False)
     assert (local.effective_atom_ask_decided, hosted.effective_atom_ask_decided) == (False, True)
+    assert local.effective_atom_model_kinds == {"finding", "category"}
+    assert len(hosted.effective_atom_model_kinds) == 4
+    chosen = Settings(llm_provider="local", atom_model_kinds=["finding"])
+    assert chosen.effective_atom_model_kinds == {"finding"}
     assert local.effective_atom_prompt_id == "atoms-local-v1"
     assert hosted.effective_atom_prompt_id == "atoms-v1"
 

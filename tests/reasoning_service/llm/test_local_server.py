@@ -417,7 +417,7 @@ async def test_a_constrained_atom_answer_parses_and_cites_only_ids_shown(
     conditions = ConditionsController(load_vocabulary(settings.vocabulary_path))
     reading = conditions.reading(case)
     code = evaluate_conditions(criteria.criteria[0].conditions, reading, 0.7)[0]
-    snippets = snippets_for(atom, reading)
+    snippets = snippets_for(atom, reading, 0.7)
     sdk = _client(llama_server)
     llm = OpenAIClient(sdk, model=llama_server.model_alias, provider="local",
                        max_tokens_field="max_tokens")  # fmt: skip
