@@ -4,9 +4,10 @@ Code decides what it can; the model only reads (DESIGN.md, "Criteria as checkabl
 For one criterion:
     1. every atom is evaluated by code (`evaluate_conditions`), exactly as the heuristic does;
        a quantity, time window or category that code decided (holds / fails) is final;
-    2. each remaining atom — any atom code left at no evidence or conflicting, and with
-       `ask_decided` every finding too (a second reading that can confirm code or make the atom
-       conflicting) — that the case mentions at all becomes one question: the atom's `question`
+    2. each remaining atom of the kinds put to the model (`model_kinds`) — any atom code left
+       at no evidence or conflicting, and with `ask_decided` every finding too (a second reading
+       that can confirm code or make the atom conflicting) — that the case mentions at all
+       becomes one question: the atom's `question`
        (or one built from its `label`) and at most `MAX_SNIPPETS` numbered snippets of the case
        (sentences that mention the atom's names: S1…, facts named for it: F1…);
     3. the model answers `{answer: yes|no|unknown, evidence: [ids], confidence}`: as one
