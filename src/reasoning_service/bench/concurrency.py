@@ -159,22 +159,30 @@ def scripted_llm_process(delay_s: float, *, processes: int = 1) -> Iterator[tupl
         yield f"http://127.0.0.1:{port}/v1", started[0].pid
 
 
+def react_on_scripted_llm(llm_url: str, *, in_flight: int) -> dict[str, str]:
+    """The service's environment for the ReAct loop on the scripted LLM at `llm_url`.
+
+    LLM-bound evaluations mostly wait on the network: admit the whole level at once, as a
+    react deployment would configure it (item 7 measures the CPU-bound default)."""
+    return {
+        "REASONING_CONTROLLER": "react",
+        "REASONING_LLM_PROVIDER": "openai",
+        "REASONING_LLM_MODEL": "bench-model",
+        "REASONING_LLM_BASE_URL": llm_url,
+        "REASONING_LLM_API_KEY": "sk-bench-not-a-key",
+        "REASONING_LLM_TIMEOUT_S": "300",
+        "REASONING_TREE_SEARCH": "lexical",
+        "REASONING_MAX_EVALUATIONS_IN_PROGRESS": str(in_flight),
+    }
+
+
 def _service_process(
     tmp: Path, llm_url: str, data_dir: Path, in_flight: int
 ) -> AbstractContextManager[tuple[str, int]]:
-    # LLM-bound evaluations mostly wait on the network: admit every level at once, as a
-    # react deployment would configure it (item 7 measures the CPU-bound default).
     return service_process(
         {
-            "REASONING_MAX_EVALUATIONS_IN_PROGRESS": str(in_flight),
+            **react_on_scripted_llm(llm_url, in_flight=in_flight),
             "REASONING_DB_PATH": str(tmp / "service.db"),
-            "REASONING_CONTROLLER": "react",
-            "REASONING_LLM_PROVIDER": "openai",
-            "REASONING_LLM_MODEL": "bench-model",
-            "REASONING_LLM_BASE_URL": llm_url,
-            "REASONING_LLM_API_KEY": "sk-bench-not-a-key",
-            "REASONING_LLM_TIMEOUT_S": "300",
-            "REASONING_TREE_SEARCH": "lexical",
             "REASONING_EXAMPLES_DIR": str(data_dir),
         }
     )

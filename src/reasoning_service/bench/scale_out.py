@@ -25,12 +25,19 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 
 from reasoning_service.bench.cluster import Cluster, cluster
-from reasoning_service.bench.concurrency import evaluate_one, scripted_llm_process
+from reasoning_service.bench.concurrency import (
+    evaluate_one,
+    react_on_scripted_llm,
+    scripted_llm_process,
+)
 from reasoning_service.bench.data import BenchData
 from reasoning_service.bench.live import BenchClient, cpu_s
 from reasoning_service.bench.stats import busy_share, machine_cpu_jiffies
@@ -69,18 +76,11 @@ async def run_scale_out(
 
 
 def _service_env(llm_url: str, *, in_flight: int, workers: int) -> dict[str, str]:
+    # Each worker holds its share of the level at once.
+    share = min(256, math.ceil(in_flight / max(workers, 1)))
     return {
-        "REASONING_CONTROLLER": "react",
-        "REASONING_LLM_PROVIDER": "openai",
-        "REASONING_LLM_MODEL": "bench-model",
-        "REASONING_LLM_BASE_URL": llm_url,
-        "REASONING_LLM_API_KEY": "sk-bench-not-a-key",
-        "REASONING_LLM_TIMEOUT_S": "300",
-        "REASONING_TREE_SEARCH": "lexical",
-        # LLM-bound evaluations mostly wait: admit the whole level, and let each worker hold
-        # its share of it at once.
-        "REASONING_MAX_EVALUATIONS_IN_PROGRESS": str(in_flight),
-        "REASONING_WORKER_CONCURRENCY": str(min(256, math.ceil(in_flight / max(workers, 1)))),
+        **react_on_scripted_llm(llm_url, in_flight=in_flight),
+        "REASONING_WORKER_CONCURRENCY": str(share),
     }
 
 
@@ -88,25 +88,17 @@ async def _sync_level(
     running: Cluster, data: BenchData, in_flight: int, delay_s: float
 ) -> dict[str, Any]:
     examples = data.examples
-    clients = [BenchClient(url) for url in running.api_urls]
-    try:
+    async with _clients(running) as clients:
         for client in clients:  # warm-up: imports, connections, first write
             await evaluate_one(client, examples[0])
-        cpu_before = {pid: cpu_s(pid) for pid in running.service_pids()}
-        machine_before = machine_cpu_jiffies()
-        started = time.perf_counter()
+        meter = _Meter.start(running)
         outcomes = await asyncio.gather(
             *(
                 evaluate_one(clients[n % len(clients)], examples[n % len(examples)])
                 for n in range(in_flight)
             )
         )
-        wall_s = time.perf_counter() - started
-        machine = busy_share(machine_before, machine_cpu_jiffies())
-    finally:
-        for client in clients:
-            await client.__aexit__()
-    cpu = sum(cpu_s(pid) - before for pid, before in cpu_before.items())
+        wall_s, service_cpu_s, machine = meter.stop()
     calls = [n for _, n, error in outcomes if error is None]
     return _row(
         ok=len(calls),
@@ -114,7 +106,7 @@ async def _sync_level(
         iterations=max(calls, default=0),
         wall_s=wall_s,
         delay_s=delay_s,
-        service_cpu_s=cpu,
+        service_cpu_s=service_cpu_s,
         machine_busy=machine,
     )
 
@@ -123,29 +115,21 @@ async def _async_level(
     running: Cluster, data: BenchData, in_flight: int, delay_s: float
 ) -> dict[str, Any]:
     examples = data.examples
-    clients = [BenchClient(url) for url in running.api_urls]
-    try:
+    async with _clients(running) as clients:
         await _submit(clients[0], examples[0])  # warm-up: a worker takes and runs one job
         await _wait_for_results(running.database_url, 1, timeout_s=120)
-        cpu_before = {pid: cpu_s(pid) for pid in running.service_pids()}
-        machine_before = machine_cpu_jiffies()
-        started = time.perf_counter()
+        meter = _Meter.start(running)
         await asyncio.gather(
             *(
                 _submit(clients[n % len(clients)], examples[n % len(examples)])
                 for n in range(in_flight)
             )
         )
-        submitted_s = time.perf_counter() - started
+        submitted_s = time.perf_counter() - meter.started
         stored, failed = await _wait_for_results(
             running.database_url, in_flight + 1, timeout_s=60 + 20 * in_flight * delay_s
         )
-        wall_s = time.perf_counter() - started
-        machine = busy_share(machine_before, machine_cpu_jiffies())
-    finally:
-        for client in clients:
-            await client.__aexit__()
-    cpu = sum(cpu_s(pid) - before for pid, before in cpu_before.items())
+        wall_s, service_cpu_s, machine = meter.stop()
     return {
         **_row(
             ok=stored - 1,
@@ -153,11 +137,43 @@ async def _async_level(
             iterations=await asyncio.to_thread(_max_llm_calls, running.database_url),
             wall_s=wall_s,
             delay_s=delay_s,
-            service_cpu_s=cpu,
+            service_cpu_s=service_cpu_s,
             machine_busy=machine,
         ),
         "submit_s": round(submitted_s, 3),
     }
+
+
+@asynccontextmanager
+async def _clients(running: Cluster) -> AsyncIterator[list[BenchClient]]:
+    """One client per API process, closed at the end."""
+    clients = [BenchClient(url) for url in running.api_urls]
+    try:
+        yield clients
+    finally:
+        for client in clients:
+            await client.__aexit__()
+
+
+@dataclass(frozen=True)
+class _Meter:
+    """Wall time, the service processes' CPU and the machine's busy share of one measured run."""
+
+    cpu_before: dict[int, float]
+    machine_before: tuple[int, int]
+    started: float
+
+    @classmethod
+    def start(cls, running: Cluster) -> _Meter:
+        cpu_before = {pid: cpu_s(pid) for pid in running.service_pids()}
+        return cls(cpu_before, machine_cpu_jiffies(), time.perf_counter())
+
+    def stop(self) -> tuple[float, float, float | None]:
+        """(wall seconds, service CPU seconds, machine busy share) since `start`."""
+        wall_s = time.perf_counter() - self.started
+        machine = busy_share(self.machine_before, machine_cpu_jiffies())
+        cpu = sum(cpu_s(pid) - before for pid, before in self.cpu_before.items())
+        return wall_s, cpu, machine
 
 
 async def _submit(client: BenchClient, example: Any) -> None:
