@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 import random
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -234,13 +236,11 @@ async def _optimize(services: Services, args: argparse.Namespace, console: Conso
     train, val = split(examples, args.val_fraction, seed=args.seed)
     settings = services.settings
     base = load_prompt(settings.prompts_dir, args.prompt or settings.prompt_id)
-    own_reflection = _own_reflection_client(services)
-    reflection = own_reflection or services.llm
-    if reflection is None:
-        raise InvalidInputError(
-            "eval optimize needs a model: set REASONING_LLM_* or REASONING_REFLECTION_*"
-        )
-    try:
+    async with _reflection_llm(services) as reflection:
+        if reflection is None:
+            raise InvalidInputError(
+                "eval optimize needs a model: set REASONING_LLM_* or REASONING_REFLECTION_*"
+            )
         report = await optimize_prompt(
             base=base,
             controller_for=lambda prompt: build_controller(
@@ -257,9 +257,6 @@ async def _optimize(services: Services, args: argparse.Namespace, console: Conso
             run_dir=args.run_dir,
             seed=args.seed,
         )
-    finally:
-        if own_reflection is not None:
-            await own_reflection.aclose()
     for entry in report.candidate_log:
         console.print(f"  evaluation {entry['evaluation']}: mean score {entry['mean_score']:.3f}")
     scores = ", ".join(f"{s:.3f}" for s in report.val_scores)
@@ -311,13 +308,12 @@ async def _optimize_atoms(services: Services, args: argparse.Namespace, console:
         raise InvalidInputError("eval optimize-atoms needs a model: set REASONING_LLM_*")
     settings = services.settings
     base = load_prompt(settings.prompts_dir, args.prompt or settings.effective_atom_prompt_id)
-    own_reflection = _own_reflection_client(services)
-    try:
+    async with _reflection_llm(services) as reflection:
         report = await optimize_atom_prompt(
             base=base,
             controller_for=lambda p: build_atom_controller(services, check_yes=True, prompt=p),
             services=services,
-            reflection_llm=own_reflection or services.llm,
+            reflection_llm=reflection or services.llm,
             questions=load_atom_questions(args.questions),
             root=Path.cwd(),
             budget=args.budget,
@@ -328,9 +324,6 @@ async def _optimize_atoms(services: Services, args: argparse.Namespace, console:
             seed=args.seed,
             log=console.print,
         )
-    finally:
-        if own_reflection is not None:
-            await own_reflection.aclose()
     summary = {
         "model": services.llm.model,
         **{k: v for k, v in asdict(report).items() if k != "path"},
@@ -348,15 +341,22 @@ async def _optimize_atoms(services: Services, args: argparse.Namespace, console:
     return 0
 
 
-def _own_reflection_client(services: Services) -> LLMClient | None:
-    """A separately configured reflection model (`REASONING_REFLECTION_*`) gets a client of its
-    own (plain text, so no tool-calling mode); None means the service's own LLM reflects."""
+@asynccontextmanager
+async def _reflection_llm(services: Services) -> AsyncIterator[LLMClient | None]:
+    """The model GEPA reflects with: a separately configured one (`REASONING_REFLECTION_*`)
+    gets a client of its own (plain text, so no tool-calling mode), closed at the end;
+    otherwise the service's own LLM (None without one)."""
     settings = services.settings
     if not settings.reflection_provider:
-        return None
-    return build_llm_client(
+        yield services.llm
+        return
+    own = build_llm_client(
         settings.reflection_settings().model_copy(update={"tool_calling_mode": "native"})
     )
+    try:
+        yield own
+    finally:
+        await own.aclose()
 
 
 def split(

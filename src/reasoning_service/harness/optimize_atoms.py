@@ -32,14 +32,19 @@ from reasoning_service.harness.atom_questions import (
     run_atom_questions,
     summarise,
 )
-from reasoning_service.harness.optimize import GEPALog, ReflectionLM, run_on
+from reasoning_service.harness.optimize import (
+    SYSTEM,
+    GEPALog,
+    ReflectionLM,
+    prompt_from_candidate,
+    run_on,
+)
 from reasoning_service.llm.base import LLMClient
 from reasoning_service.prompts import Prompt, write_prompt
 from reasoning_service.service.container import Services
 
 __all__ = ["AtomOptimizationReport", "optimize_atom_prompt", "split_questions"]
 
-SYSTEM = "system_prompt"
 REFLECTION_MAX_TOKENS = 700
 """A new atom prompt is ~250 tokens; a local server's context (4,096) holds the reflection's
 input and this much output."""
@@ -99,7 +104,7 @@ class AtomGEPAAdapter:
     def evaluate(
         self, batch: list[AtomQuestion], candidate: dict[str, str], capture_traces: bool = False
     ) -> EvaluationBatch[tuple[AtomQuestion, QuestionOutcome], QuestionOutcome]:
-        controller = self._controller_for(Prompt("gepa-candidate", candidate[SYSTEM]))
+        controller = self._controller_for(prompt_from_candidate(candidate, "gepa-candidate"))
         outcomes = run_on(
             self._loop,
             run_atom_questions(
@@ -221,7 +226,7 @@ async def optimize_atom_prompt(
     before = await _held_out(held_out, services, controller_for(base), root, log)
     after, best = None, None
     if challenger is not None:
-        best = Prompt(prompt_id, result.candidates[challenger][SYSTEM])
+        best = prompt_from_candidate(result.candidates[challenger], prompt_id)
         log("held-out questions under GEPA's best proposal")
         after = await _held_out(held_out, services, controller_for(best), root, log)
     report = AtomOptimizationReport(

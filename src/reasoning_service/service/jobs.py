@@ -163,7 +163,7 @@ class JobQueue:
         return JobStatus(record.job_id, "queued", owner, record.created_at)
 
     async def _queue(self, job_id: str) -> None:
-        """Put a stored job on the queue. The queueing lock (the job id) keeps a job from being
+        """Put a stored job on the queue. The queueing lock (the job id) keeps a job from
         waiting twice when two processes queue it at once; the one that finds it taken is done.
 
         Raises:
