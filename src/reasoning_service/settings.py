@@ -7,7 +7,7 @@ working directory. The CLI and the server build it the same way (`Settings()`) a
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -310,7 +310,7 @@ class Settings(BaseSettings):
             return frozenset(self.atom_model_kinds)
         if self.llm_provider == "local":
             return frozenset({"finding", "category"})
-        return frozenset({"quantity", "finding", "time_window", "category"})
+        return frozenset(get_args(AtomKind))
 
     @property
     def effective_tool_calling_mode(self) -> ToolCallingMode:

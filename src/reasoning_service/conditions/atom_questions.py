@@ -369,18 +369,16 @@ def merge_states(code: AtomState, model: AtomState | None) -> AtomState:
     return AtomState.CONFLICTING
 
 
-ALL_ATOM_KINDS = frozenset({"quantity", "finding", "time_window", "category"})
-
-
 def needs_question(
     atom: Atom,
     code: AtomState,
     *,
     ask_decided: bool = True,
-    kinds: Collection[str] = ALL_ATOM_KINDS,
+    kinds: Collection[str] | None = None,
 ) -> bool:
-    """Atoms of `kinds` code could not decide; with `ask_decided`, findings code decided too."""
-    if atom.kind not in kinds:
+    """Atoms of `kinds` (every kind when None) code could not decide; with `ask_decided`,
+    findings code decided too."""
+    if kinds is not None and atom.kind not in kinds:
         return False
     return code not in _CODE_FINAL or (ask_decided and isinstance(atom, FindingAtom))
 
@@ -445,7 +443,8 @@ class AtomQuestionController:
     data says silence means "not applicable" at that (small models: on the labeled atom
     questions their answers about findings code had decided only turned right verdicts into
     conflicts, and on the tuning split every "yes" they gave about an applicability code found
-    silent was wrong, `docs/local-llm.md`); `model_kinds` are the atom kinds put to the model.
+    silent was wrong, `docs/local-llm.md`); `model_kinds` are the atom kinds put to the model
+    (all when None).
     """
 
     name = "react"
@@ -463,7 +462,7 @@ class AtomQuestionController:
         answer_format: AnswerFormat = "tool",
         check_yes: bool = False,
         ask_decided: bool = True,
-        model_kinds: Collection[str] = ALL_ATOM_KINDS,
+        model_kinds: Collection[str] | None = None,
     ) -> None:
         self._llm = llm
         self._prompt = prompt
@@ -475,7 +474,7 @@ class AtomQuestionController:
         self._answer_format: AnswerFormat = answer_format
         self._check_yes = check_yes
         self._ask_decided = ask_decided
-        self._model_kinds = frozenset(model_kinds)
+        self._model_kinds = None if model_kinds is None else frozenset(model_kinds)
         self._spec = answer_spec(prompt.tool_descriptions.get(ANSWER, _ANSWER_DESCRIPTION))
         self._schemas = answer_schemas()
 
