@@ -27,6 +27,7 @@ from reasoning_service.conditions.values import (
     month_only,
     parse_measured,
 )
+from reasoning_service.conditions.vocabulary import normalise_words
 from reasoning_service.models import AtomState, CaseEvidence
 from reasoning_service.models.conditions import (
     Atom,
@@ -257,12 +258,14 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
             continue
         says = present_says if is_present else absent_says
         word = "present" if is_present else "absent"
+        unsupported = view.fact.value is True and _quote_silent_on(view, reading, names)
         observations.append(
             _Observation(
                 says,
                 view.evidence(),
-                f"{view.fact.field} = {_short(view.fact.value)} ({word})",
-                fact_is_evidence(view, min_confidence),
+                f"{view.fact.field} = {_short(view.fact.value)} ({word})"
+                + (", its quote does not say so" if unsupported else ""),
+                fact_is_evidence(view, min_confidence) and not unsupported,
                 view.date,
             )
         )
@@ -302,6 +305,21 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
             )
         )
     return observations
+
+
+def _quote_silent_on(view: FactView, reading: CaseReading, names: tuple[str, ...]) -> bool:
+    """A fact that says a finding is present while the sentence it was read from never names
+    it ("examined: true" from "Dr. V has reviewed the record"): the extractor's inference, not
+    the record's word, so it is no evidence by itself."""
+    sentences = _source_sentences(view.evidence(), reading)
+    if not sentences:
+        return False
+    indexes = {sentence.index for sentence in sentences}
+    if any(m.sentence.index in indexes for m in reading.mentions(names)):
+        return False
+    stems = {word[:5] for word in view.words if len(word) > 2}
+    said = {word[:5] for s in sentences for word in normalise_words(s.text)}
+    return not stems & said
 
 
 def _planned(mention: Mention, reading: CaseReading) -> bool:

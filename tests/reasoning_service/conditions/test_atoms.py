@@ -158,6 +158,27 @@ def test_a_fact_taken_from_a_relatives_history_is_set_aside(read):
     assert state(STROKE, case, read) is N
 
 
+def test_a_true_fact_whose_quote_never_names_the_finding_is_no_evidence(read):
+    """An extractor's inference ("had a stroke" from a sentence about a scan) is not the
+    record's word; the same fact quoting a sentence that names it stands."""
+
+    def case(quote: str):
+        return make_case(
+            f"Neurology note. {quote}",
+            facts=[
+                {
+                    "field": "history.cva",
+                    "value": True,
+                    "confidence": 0.9,
+                    "source": {"doc_id": "note-1", "page": 1, "quote": quote},
+                }
+            ],
+        )
+
+    assert state(STROKE, case("Head CT reviewed with the family."), read) is N
+    assert state(STROKE, case("Prior stroke in 2019."), read) is H
+
+
 def test_a_fact_from_another_document_that_disagrees_is_a_conflict(read):
     case = make_case(
         "Echo today: LVEF 45%.",
