@@ -439,29 +439,43 @@ def _values(
                         measured.approximate,
                     )
                 )
+    read: set[tuple[int, int]] = set()
     for mention in _about(reading.mentions(names)):
         if mention.stance.negated or _qualified(mention, other, reading):
             continue
         sentence = mention.sentence
-        for measured in measured_near(
-            sentence.text, mention.start, mention.end, reading.vocabulary
-        ):
+        for measured in _belonging_to(mention, concept, reading):
             converted = _in_unit(measured, unit, concept)
-            if converted is not None:
-                date = _measured_on(sentence.text, measured, sentence.date or reading.as_of)
-                values.append(
-                    _Value(
-                        *converted, sentence.evidence(), mention.text, True,
-                        date or sentence.date, measured.approximate,
-                    )
-                )  # fmt: skip
+            if converted is None or (sentence.index, measured.start) in read:
+                continue
+            read.add((sentence.index, measured.start))
+            date = _measured_on(sentence.text, measured, sentence.date or reading.as_of)
+            values.append(
+                _Value(
+                    *converted, sentence.evidence(), mention.text, True,
+                    date or sentence.date, measured.approximate,
+                )
+            )  # fmt: skip
+            if concept.read_in == "next_to_name":
+                break
     return values
+
+
+def _belonging_to(
+    mention: Mention, concept: QuantityAtom | QuantityInput, reading: CaseReading
+) -> list[Measured]:
+    text = mention.sentence.text
+    if concept.read_in == "sentence":
+        return parse_measured(text, reading.vocabulary)
+    return measured_near(text, mention.start, mention.end, reading.vocabulary)
 
 
 def _in_unit(
     measured: Measured, unit: str, concept: QuantityAtom | QuantityInput
 ) -> tuple[float, float] | None:
     """The value in `unit`; without a stated unit, the first reading that is plausible."""
+    if measured.unit is None and concept.unit_required:
+        return None
     if measured.unit is not None or concept.plausible is None:
         converted = measured.in_unit(unit)
         if converted is None or concept.plausible is None:

@@ -62,6 +62,11 @@ _FILLER = re.compile(
     r"ratio|level|percent(?:age)?)[\s:=~(,\-]*){0,5}$",
     re.IGNORECASE,
 )
+_JOINED = re.compile(
+    r"[\s,]*(?:(?:x|×|for|over|daily|qd|bid|tid|per day|/day|XR|XL|SR|ER)[\s,]*){0,3}",
+    re.IGNORECASE,
+)
+"""What joins a dose to its duration ("200 mg x 10 wk", "20 mg daily for 8 weeks")."""
 _APPROXIMATE = re.compile(
     r"(?:~|≈|\b(?:about|approx\.?|approximately|around|roughly|nearly|almost|circa|ca\.))\s*$",
     re.I,
@@ -193,7 +198,12 @@ def parse_measured(text: str, vocabulary: Vocabulary) -> list[Measured]:
 
 def measured_near(text: str, start: int, end: int, vocabulary: Vocabulary) -> list[Measured]:
     """Values that belong to the name at `text[start:end]`: right after it ("HbA1c 7.2%",
-    "EF of 25-30 %") or, failing that, right before it ("54-year-old", "12 visits")."""
+    "EF of 25-30 %") or, failing that, right before it ("54-year-old", "12 visits").
+
+    Right after the name, a run of values joined by "x" or "for" belongs to it as a whole
+    ("sertraline 200 mg x 10 wk": a dose and a duration); the caller takes the first one in
+    the unit it wants.
+    """
     values = parse_measured(text, vocabulary)
     after = [
         value
@@ -201,7 +211,7 @@ def measured_near(text: str, start: int, end: int, vocabulary: Vocabulary) -> li
         if value.start >= end and _FILLER.match(text[end : value.start]) is not None
     ]
     if after:
-        return after[:1]
+        return _run_from(after[0], values, text)
     before = [
         value
         for value in values
@@ -210,6 +220,14 @@ def measured_near(text: str, start: int, end: int, vocabulary: Vocabulary) -> li
         and _NEAR_BEFORE.fullmatch(text[value.start : start]) is not None
     ]
     return before[-1:]
+
+
+def _run_from(first: Measured, values: list[Measured], text: str) -> list[Measured]:
+    run = [first]
+    for value in values:
+        if value.start >= run[-1].end and _JOINED.fullmatch(text[run[-1].end : value.start]):
+            run.append(value)
+    return run
 
 
 def find_dates(text: str, today: dt.date | None) -> list[TimePoint]:

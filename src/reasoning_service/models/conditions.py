@@ -116,6 +116,13 @@ class _Plausible(_Strict):
     `unit` or else in the first of `accepted_units` that lands it in this range ("height 165"
     is cm, not m); one that fits none is not read."""
     accepted_units: list[str] = Field(default_factory=list)
+    unit_required: bool = False
+    """Read only values written with a unit: next to a drug's name a bare number is its dose,
+    never a duration."""
+    read_in: Literal["next_to_name", "sentence"] = "next_to_name"
+    """Where a value in text belongs to a name: right next to it, or anywhere in the name's
+    sentence, for values a record writes one per line (a medication list's durations:
+    "escitalopram 10->20 mg 10/2025-1/2026 (~12 wk)", a table row)."""
 
 
 class QuantityInput(_Concept, _Plausible):

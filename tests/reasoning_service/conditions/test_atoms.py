@@ -333,3 +333,39 @@ def test_a_qualified_measurement_of_the_same_name_is_ignored(read):
     )
     case = make_case("Diagnostic PSG: AHI 31 events/hour.", "Download: residual AHI 2.1.")
     assert state(ahi, case, read) is H
+
+
+TRIAL_WEEKS = QuantityAtom(
+    kind="quantity",
+    id="trial_weeks",
+    label="Each trial lasted at least 6 weeks",
+    concept="antidepressant trial duration",
+    aliases=["sertraline", "bupropion"],
+    comparator=">=",
+    value=6,
+    unit="week",
+    unit_required=True,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Sertraline 200 mg x 10 wk, no response.", H),
+        ("Sertraline 50 mg daily for 4 weeks, stopped.", F),
+        ("Sertraline 50 mg, no response.", N),
+    ],
+)
+def test_a_duration_after_a_dose_belongs_to_the_drug_and_a_bare_dose_is_no_duration(
+    text, expected, read
+):
+    assert state(TRIAL_WEEKS, make_case(text), read) is expected
+
+
+def test_a_value_anywhere_in_the_names_sentence_when_the_atom_reads_sentences(read):
+    line = "Sertraline 50->150 mg 05/2025-08/2025 (~12 wk), no response."
+    assert state(TRIAL_WEEKS, make_case(line), read) is N
+    per_line = TRIAL_WEEKS.model_copy(update={"read_in": "sentence"})
+    assert state(per_line, make_case(line), read) is H
+    two = "Sertraline | 200 mg | 10 wks\nBupropion | 150 mg | 3 wks"
+    assert state(per_line, make_case(two), read) is C
