@@ -326,7 +326,7 @@ def _planned(mention: Mention, reading: CaseReading) -> bool:
     """A mention dated after the case's `as_of` in its own sentence is something planned."""
     sentence = mention.sentence
     written = sentence.date or reading.as_of
-    later = any(point.date > reading.as_of for point in find_dates(sentence.text, written))
+    later = any(point.surely_after(reading.as_of) for point in find_dates(sentence.text, written))
     return later and not mention.stance.negated
 
 

@@ -467,7 +467,9 @@ _RECURRENCE = re.compile(
     r"\s*since\s+(?:\d|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|the\b|then\b|that\b)",
     re.I,
 )
-_SELF_NEGATION = re.compile(r"\b(?:no|not|non|never|without|unable|fail(?:ed|s)?|un\w+)\b", re.I)
+_SELF_NEGATION = re.compile(
+    r"\b(?:no|not|non|never|negative|without|unable|fail(?:ed|s)?|un\w+)\b", re.I
+)
 
 _PATTERN_CACHE: dict[tuple[str, ...], list[re.Pattern[str]]] = {}
 _PATTERN_LOCK = threading.Lock()

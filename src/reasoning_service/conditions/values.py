@@ -138,6 +138,13 @@ class TimePoint:
     date: dt.date
     start: int
     end: int
+    earliest: dt.date | None = None
+    """First day of the period a month or a year alone names ("in 2026": Jan 1); `date` is
+    its middle. None when the day is written."""
+
+    def surely_after(self, day: dt.date) -> bool:
+        """The whole period lies after `day` (a plan), not just its middle."""
+        return (self.earliest or self.date) > day
 
 
 def _number(text: str) -> float:
@@ -241,7 +248,8 @@ def find_dates(text: str, today: dt.date | None) -> list[TimePoint]:
                 continue
             date = _to_date(match.groups(), order)
             if date is not None:
-                points.append(TimePoint(date, match.start(), match.end()))
+                earliest = _period_start(date, order)
+                points.append(TimePoint(date, match.start(), match.end(), earliest))
                 taken.append(match.span())
     if today is not None:
         for match in _AGO.finditer(text):
@@ -276,6 +284,14 @@ def duration_right_after(text: str, position: int) -> tuple[float, int, int] | N
         return None
     days = _amount(match.group(1)) * _DAYS_PER[match.group(2)[0].lower()]
     return days, match.start(), match.end()
+
+
+def _period_start(date: dt.date, order: str) -> dt.date | None:
+    if order == "y":
+        return dt.date(date.year, 1, 1)
+    if order in ("My", "my", "ym"):
+        return date.replace(day=1)
+    return None
 
 
 def _to_date(groups: tuple[str | None, ...], order: str) -> dt.date | None:

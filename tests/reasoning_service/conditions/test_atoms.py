@@ -279,11 +279,23 @@ def test_a_cue_inside_a_longer_name_still_negates_its_head(read):
     assert state(improvement, make_case("Significant improvement in pain."), read) is H
 
 
+def test_a_year_or_month_alone_that_includes_as_of_is_no_plan(read):
+    """ "In 2026" on 2026-03-01 may well be past; only a period wholly after `as_of` is a plan."""
+    assert state(STROKE, make_case("Stroke in 2026, left hemiparesis."), read) is H
+    assert state(STROKE, make_case("Stroke in March 2026, left hemiparesis."), read) is H
+    assert state(STROKE, make_case("Stroke prevention visit in April 2026."), read) is N
+
+
 def test_a_name_that_carries_its_own_negation_is_not_negated_by_it(read):
     regain = FindingAtom(
         kind="finding", id="failed", label="Not sustained", concept="weight loss not sustained"
     )
     assert state(regain, make_case("Lost 4 lb; weight loss not sustained."), read) is H
+    clear = FindingAtom(
+        kind="finding", id="clear", label="In remission", concept="negative for recurrence"
+    )
+    text = "Prostate cancer 2015, PSA undetectable, negative for recurrence at last visit."
+    assert state(clear, make_case(text), read) is H
 
 
 def test_non_never_starts_a_name(read):
