@@ -161,9 +161,15 @@ def _inside(evidence: CaseEvidence, sentence: Sentence) -> bool:
 def _only_unaffirmed(
     sentences: list[Sentence], reading: CaseReading, names: tuple[str, ...]
 ) -> bool:
-    indexes = {sentence.index for sentence in sentences}
-    here = [m for m in reading.mentions(names) if m.sentence.index in indexes]
+    here = _mentions_in(sentences, reading, names)
     return bool(here) and not any(m.stance.affirmed for m in here)
+
+
+def _mentions_in(
+    sentences: list[Sentence], reading: CaseReading, names: tuple[str, ...]
+) -> list[Mention]:
+    indexes = {sentence.index for sentence in sentences}
+    return [m for m in reading.mentions(names) if m.sentence.index in indexes]
 
 
 def _presence_wins(observations: list[_Observation]) -> list[_Observation]:
@@ -312,10 +318,7 @@ def _quote_silent_on(view: FactView, reading: CaseReading, names: tuple[str, ...
     it ("examined: true" from "Dr. V has reviewed the record"): the extractor's inference, not
     the record's word, so it is no evidence by itself."""
     sentences = _source_sentences(view.evidence(), reading)
-    if not sentences:
-        return False
-    indexes = {sentence.index for sentence in sentences}
-    if any(m.sentence.index in indexes for m in reading.mentions(names)):
+    if not sentences or _mentions_in(sentences, reading, names):
         return False
     stems = {word[:5] for word in view.words if len(word) > 2}
     said = {word[:5] for s in sentences for word in normalise_words(s.text)}

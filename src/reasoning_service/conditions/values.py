@@ -231,9 +231,10 @@ def measured_near(text: str, start: int, end: int, vocabulary: Vocabulary) -> li
 
 def _run_from(first: Measured, values: list[Measured], text: str) -> list[Measured]:
     run = [first]
-    for value in values:
-        if value.start >= run[-1].end and _JOINED.fullmatch(text[run[-1].end : value.start]):
-            run.append(value)
+    for value in (v for v in values if v.start > first.start):
+        if not _JOINED.fullmatch(text[run[-1].end : value.start]):
+            break
+        run.append(value)
     return run
 
 
