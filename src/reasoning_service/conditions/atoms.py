@@ -320,7 +320,7 @@ def _quote_silent_on(view: FactView, reading: CaseReading, names: tuple[str, ...
     sentences = _source_sentences(view.evidence(), reading)
     if not sentences or _mentions_in(sentences, reading, names):
         return False
-    stems = {word[:5] for word in view.words if len(word) > 2}
+    stems = {word[:5] for word in (*view.words, *view.spelled) if len(word) > 2}
     said = {word[:5] for s in sentences for word in normalise_words(s.text)}
     return not stems & said
 
@@ -427,7 +427,7 @@ def _values(
     other = tuple(concept.not_when) if isinstance(concept, QuantityAtom) else ()
     values: list[_Value] = []
     for view in reading.facts_named(names, concept.codes):
-        if other and reading.find_in(" ".join(view.words), other):
+        if other and reading.find_in(" ".join((*view.words, *view.spelled)), other):
             continue  # `residualAHI`, `goal_weight`: another measurement of the same name
         for measured in _fact_measures(view, reading):
             converted = _in_unit(measured, unit, concept)

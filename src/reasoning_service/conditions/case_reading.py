@@ -15,7 +15,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -112,6 +112,16 @@ class FactView:
     words: tuple[str, ...]
     date: dt.date | None
     """Date of the document the fact was read from."""
+    spelled: tuple[str, ...] = ()
+    """`words` with the field name's abbreviations written in full (`hx` -> `history`)."""
+    about_relative: bool = False
+    """The field name says the fact is a relative's (`family_history.osa`, `fhx.dcm`)."""
+
+    def named_by(self, key: tuple[str, ...]) -> bool:
+        """Whether the field name contains `key` as whole words, as written or spelled out."""
+        return _contains(self.words, key) or (
+            self.spelled != self.words and _contains(self.spelled, key)
+        )
 
     def evidence(self) -> CaseEvidence:
         source = self.fact.source
@@ -157,19 +167,26 @@ class ContextReader:
         forms: a name that is itself the label takes its stance from the value after it
         ("GERD: denies", "Risk-benefit review: not completed", "SDM: deferred"), and an
         unchecked box before a name ("[ ] degree verified") is no statement that it is so.
+        A name the patient declined ("ECT was offered and declined", "ECT discussed; pt
+        declines") is negated, however hypothetical the offer made it sound; a name a negation
+        excepts ("no seizures (other than ECT-induced)") is not.
         """
         whole = self._read(text, spans)
         stances: list[Stance] = []
         for (start, end), line in zip(spans, whole, strict=True):
+            if _declined(text, start, end):
+                stances.append(Stance(negated=True, family=line.family))
+                continue
             line = line | _form_stance(text, start, end)
+            excepted = _EXCEPTED.search(text, 0, start) is not None
             label_end = _label_end(text, start)
             if label_end == 0:
-                stances.append(line)
+                stances.append(replace(line, negated=False) if excepted else line)
                 continue
             content = self._read(text[label_end:], [(start - label_end, end - label_end)])[0]
             stances.append(
                 Stance(
-                    negated=content.negated,
+                    negated=content.negated and not excepted,
                     family=line.family or content.family,
                     hypothetical=line.hypothetical or content.hypothetical,
                     possible=line.possible or content.possible,
@@ -217,7 +234,29 @@ _VALUE_DEFERS = re.compile(
     r"\s*(?:pending|requested|to be\b|planned|scheduled|awaiting|tbd\b)",
     re.I,
 )
+_DECLINED = re.compile(
+    r"(?:\s*(?:[,;:\-–]|(?:was|were|is|has|had|been|offered|discussed|recommended|suggested"
+    r"|proposed|and|but|the|patient|pt|he|she|they|with|today|\d{1,2}/\d{2,4})\b))*"
+    r"\s*(?:declined|declines|refused|refuses)\b"
+    r"(?!\s+(?:to|from|over|further|additional|more|another|other|dose|increase)\b)",
+    re.I,
+)
+"""Right after a name, only connecting words, then the patient's refusal of it."""
+_EXCEPTED = re.compile(
+    r"\b(?:other than|except(?: for)?|excluding|besides|apart from|aside from|outside(?: of)?)"
+    r"\b[^,;()]*$",
+    re.I,
+)
+"""An exception clause that runs, unbroken, up to the name: "none outside of ECT"."""
 _UNCHECKED = re.compile(r"(?:\[\s\]|☐|\(\s\))[\s\-]*$")
+
+
+def _declined(text: str, start: int, end: int) -> bool:
+    """Whether the name opens its clause and the patient's refusal of it follows: "ECT was
+    offered and declined" (not "ECT discussed given medication intolerance; he declined")."""
+    opening = text[: _label_end(text, start)] if ":" in text[:start] else ""
+    before = text[len(opening) : start]
+    return len(re.findall(r"\w+", before)) <= 2 and _DECLINED.match(text, end) is not None
 
 
 def _form_stance(text: str, start: int, end: int) -> Stance:
@@ -307,7 +346,7 @@ class CaseReading:
                         )
                     )
         facts = [
-            FactView(fact, normalise_words(fact.field), dates.get(_doc_of(fact)))
+            _view_of(fact, dates.get(_doc_of(fact)), vocabulary)
             for fact in [*case.facts, *case.request_facts()]
         ]
         return cls(case, vocabulary, context, sentences, facts)
@@ -326,19 +365,23 @@ class CaseReading:
         A fact coded with one of `codes` binds (first in the list). A fact whose field name
         contains one of `names` as whole words binds too, unless it is coded in a system that
         `codes` also uses and with none of them: then the codes say it is another concept.
+        A relative's fact (`fhx.dcm`) binds only to an atom that itself names relatives.
         """
         keys = [key for key in (normalise_words(name) for name in names) if key]
         wanted = {code.key() for code in codes}
         systems = {system for system, _ in wanted}
+        asks_about_relatives = any(self.vocabulary.names_relative(key) for key in keys)
         by_code = [v for v in self.facts if wanted & {c.key() for c in v.fact.codes}]
         by_name = [
             view
             for view in self.facts
             if view not in by_code
-            and any(_contains(view.words, key) for key in keys)
+            and any(view.named_by(key) for key in keys)
             and not systems & {c.key()[0] for c in view.fact.codes}
         ]
-        return [*by_code, *by_name]
+        return [
+            view for view in [*by_code, *by_name] if asks_about_relatives or not view.about_relative
+        ]
 
     def mentions(self, names: tuple[str, ...]) -> list[Mention]:
         """Every mention of `names` in the documents, with its stance (cached per names)."""
@@ -368,8 +411,11 @@ class CaseReading:
                 continue
             whole = self.context.stances(sentence.text, [_judged(sentence.text, *s) for s in spans])
             heads = self.context.stances(sentence.text, [_head(sentence.text, *s) for s in spans])
+            clause = self._clause_of(sentence)
             for (start, end), by_name, by_head in zip(spans, whole, heads, strict=True):
                 stance = by_name if _negates_itself(sentence.text[start:end]) else by_name | by_head
+                if clause != sentence.text and _declined(clause, start, end):
+                    stance = Stance(negated=True, family=stance.family)  # "ECT discussed; declined"
                 if stance.negated and _RECURRENCE.match(sentence.text, end):
                     # "no myocardial infarction since 2024": denies a new one, affirms the old
                     stance = Stance(
@@ -379,6 +425,16 @@ class CaseReading:
                     )
                 mentions.append(Mention(sentence, start, end, stance))
         return mentions
+
+    def _clause_of(self, sentence: Sentence) -> str:
+        """The sentence, joined to the next one when only a semicolon parts them."""
+        following = self.sentences[sentence.index + 1 : sentence.index + 2]
+        if not sentence.text.endswith(";") or not following:
+            return sentence.text
+        (after,) = following
+        if (after.doc_id, after.page) != (sentence.doc_id, sentence.page):
+            return sentence.text
+        return f"{sentence.text} {after.text}"
 
 
 def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
@@ -409,6 +465,12 @@ def _head(text: str, start: int, end: int) -> tuple[int, int]:
 def _negates_itself(name: str) -> bool:
     """A name such as "not sustained" carries its own negation: only the whole name is read."""
     return _SELF_NEGATION.search(name) is not None
+
+
+def _view_of(fact: Fact, date: dt.date | None, vocabulary: Vocabulary) -> FactView:
+    words = normalise_words(fact.field)
+    spelled = vocabulary.spelled_out(words)
+    return FactView(fact, words, date, spelled, vocabulary.names_relative(spelled))
 
 
 def _doc_of(fact: Fact) -> str | None:

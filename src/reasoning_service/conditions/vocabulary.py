@@ -8,6 +8,7 @@ extend medspaCy's defaults, and fact words say which fact values mean present or
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
@@ -59,6 +60,12 @@ class Vocabulary(BaseModel):
     unit_spellings: dict[str, str] = Field(default_factory=dict)
     context_rules: list[ContextCue] = Field(default_factory=list)
     fact_words: FactWords = Field(default_factory=FactWords)
+    field_abbreviations: dict[str, str] = Field(default_factory=dict)
+    """Words that field names shorten (`hx` -> `history`, `req` -> `request`): a fact named
+    `Req.Visits` binds to the alias "request visits" as well as to its own words."""
+    relative_words: list[str] = Field(default_factory=list)
+    """Words that make a field name about a relative (`family`, `fhx`, `mother`): such a fact
+    is not the patient's unless the atom itself asks about relatives."""
 
     def expand(self, names: list[str]) -> list[str]:
         """`names` plus every member of a synonym group that one of them belongs to."""
@@ -71,11 +78,27 @@ class Vocabulary(BaseModel):
 
     _units: dict[str, str] = PrivateAttr(default_factory=dict)
     _spellings: tuple[str, ...] = PrivateAttr(default=())
+    _abbreviations: dict[str, str] = PrivateAttr(default_factory=dict)
+    _relatives: frozenset[str] = PrivateAttr(default=frozenset())
 
     def model_post_init(self, context: object, /) -> None:
         """Prepare the unit spellings once: every number read in a note looks them up."""
         self._units = {key.lower(): value for key, value in self.unit_spellings.items()}
         self._spellings = tuple(sorted(self._units, key=len, reverse=True))
+        self._abbreviations = {k.lower(): v for k, v in self.field_abbreviations.items()}
+        self._relatives = frozenset(w for n in self.relative_words for w in normalise_words(n))
+
+    def spelled_out(self, words: tuple[str, ...]) -> tuple[str, ...]:
+        """Field-name words with abbreviations written in full (may be `words` itself)."""
+        return tuple(
+            word
+            for short in words
+            for word in normalise_words(self._abbreviations.get(short, short))
+        )
+
+    def names_relative(self, words: Iterable[str]) -> bool:
+        """Whether any of `words` says "a relative" (`fhx`, `family`, `mother`)."""
+        return not self._relatives.isdisjoint(words)
 
     @property
     def spellings_longest_first(self) -> tuple[str, ...]:

@@ -381,3 +381,71 @@ def test_a_value_anywhere_in_the_names_sentence_when_the_atom_reads_sentences(re
     assert state(per_line, make_case(line), read) is H
     two = "Sertraline | 200 mg | 10 wks\nBupropion | 150 mg | 3 wks"
     assert state(per_line, make_case(two), read) is C
+
+
+REQUESTED_VISITS = QuantityAtom(
+    kind="quantity",
+    id="visits",
+    label="No more than 12 visits requested",
+    concept="visits requested",
+    aliases=["request visits", "requested visits"],
+    comparator="<=",
+    value=12,
+    unit="count",
+    plausible=(0, 100),
+)
+
+
+@pytest.mark.parametrize(
+    ("field", "expected"),
+    [("Req.Visits", F), ("request_visits", F), ("reqVisits", F), ("Rx.Visits", N)],
+)
+def test_a_field_name_binds_with_its_abbreviations_written_out(field, expected, read):
+    case = make_case("Plan of care.", facts=[{"field": field, "value": 16}])
+    assert state(REQUESTED_VISITS, case, read) is expected
+
+
+def test_a_count_outside_its_plausible_range_is_a_code_not_a_count(read):
+    case = make_case("Request 8 additional sessions (97810, 97811).")
+    sessions = REQUESTED_VISITS.model_copy(update={"aliases": ["additional sessions"]})
+    assert state(sessions, case, read) is N
+
+
+@pytest.mark.parametrize("field", ["family_history.stroke", "fhx.cva", "mother.stroke"])
+def test_a_relatives_fact_is_not_the_patients_finding(field, read):
+    case = make_case("Neuro exam normal.", facts=[{"field": field, "value": True}])
+    assert state(STROKE, case, read) is N
+
+
+def test_a_relatives_fact_binds_when_the_atom_asks_about_relatives(read):
+    family = STROKE.model_copy(
+        update={"concept": "family history of stroke", "aliases": ["family history stroke"]}
+    )
+    fact = {"field": "family_history.stroke", "value": True}
+    case = make_case("Neuro exam normal.", facts=[fact])
+    assert state(family, case, read) is H
+
+
+ECT = FindingAtom(
+    kind="finding",
+    id="ect",
+    label="Electroconvulsive therapy",
+    concept="electroconvulsive therapy",
+    aliases=["ECT"],
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("ECT was offered and declined by the patient.", F),
+        ("ECT discussed 12/2025; pt declines.", F),
+        ("Currently receiving ECT, 9 of 12 treatments.", H),
+        ("No personal history of seizures (other than ECT-induced), no stroke.", H),
+        ("Seizures: none outside of ECT.", H),
+        ("No seizures, no ECT.", F),
+        ("Memory complaints began after the ECT; he declined a referral.", H),
+    ],
+)
+def test_a_declined_offer_is_a_negation_and_an_exception_to_one_is_not(text, expected, read):
+    assert state(ECT, make_case(text), read) is expected
