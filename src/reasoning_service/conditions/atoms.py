@@ -310,6 +310,48 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
                 date=mention.sentence.date,
             )
         )
+    return observations + _denials(atom, reading, min_confidence, absent_says)
+
+
+_OTHER = re.compile(r"\b(?:other|additional|further)\b[^,;.]{0,20}$", re.I)
+"""Right before a denied name: "no other surgeries" denies only what the record did not list."""
+
+
+def _denials(
+    atom: FindingAtom, reading: CaseReading, min_confidence: float, absent_says: _Says
+) -> list[_Observation]:
+    """Absence read from the atom's broader names (`denied_by`): only their denial counts.
+
+    "No other comorbidities" after a list denies the rest of the list, not what it names, so
+    it is no evidence against a finding expected present.
+    """
+    if not atom.denied_by:
+        return []
+    names = tuple(atom.denied_by)
+    observations = [
+        _Observation(
+            absent_says,
+            view.evidence(),
+            f"{view.fact.field} = {_short(view.fact.value)} (none)",
+            fact_is_evidence(view, min_confidence),
+            view.date,
+        )
+        for view in reading.facts_named(names)
+        if fact_presence(view, reading) is False
+    ]
+    for mention in _about(reading.mentions(names)):
+        if not mention.stance.negated or _planned(mention, reading):
+            continue
+        if atom.expect == "present" and _OTHER.search(mention.sentence.text, 0, mention.start):
+            continue
+        observations.append(
+            _Observation(
+                absent_says,
+                mention.sentence.evidence(),
+                f"{mention.text!r} negated",
+                date=mention.sentence.date,
+            )
+        )
     return observations
 
 

@@ -183,6 +183,10 @@ class FindingAtom(_AtomBase):
     when_silent: Literal["no_evidence", "absent"] = "no_evidence"
     """What a case that never mentions the concept shows. `absent` is a reviewed choice for
     things a record would always state when present (a restricted license, a suspension)."""
+    denied_by: list[str] = Field(default_factory=list, max_length=50)
+    """Broader names whose denial covers this finding ("no surgical history", "no
+    obesity-related comorbidities"): a negated mention or a false fact counts as absence. Their
+    affirmation says nothing: a surgical history is not a spine surgery."""
 
 
 class TimeWindowAtom(_AtomBase):

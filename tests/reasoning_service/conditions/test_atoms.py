@@ -449,3 +449,40 @@ ECT = FindingAtom(
 )
 def test_a_declined_offer_is_a_negation_and_an_exception_to_one_is_not(text, expected, read):
     assert state(ECT, make_case(text), read) is expected
+
+
+SPINE_SURGERY = FindingAtom(
+    kind="finding",
+    id="spine_surgery",
+    label="No spine surgery",
+    concept="spine surgery",
+    aliases=["laminectomy"],
+    expect="absent",
+    denied_by=["surgical history", "surgeries"],
+)
+HYPERTENSION = FindingAtom(
+    kind="finding",
+    id="htn",
+    label="Hypertension",
+    concept="hypertension",
+    aliases=["HTN"],
+    denied_by=["comorbidities"],
+)
+
+
+@pytest.mark.parametrize(
+    ("atom", "text", "expected"),
+    [
+        (SPINE_SURGERY, "No surgical history.", H),
+        (SPINE_SURGERY, "PSH: knee replacement (2019); no other surgeries.", H),
+        (SPINE_SURGERY, "Surgical history: appendectomy.", N),
+        (SPINE_SURGERY, "No surgical history. Status post laminectomy in 2019.", F),
+        (HYPERTENSION, "No comorbidities.", F),
+        (HYPERTENSION, "HTN on lisinopril. No other comorbidities.", H),
+        (HYPERTENSION, "HTN on lisinopril. No comorbidities.", C),
+    ],
+)
+def test_a_denied_broader_name_is_absence_and_its_mention_alone_is_nothing(
+    atom, text, expected, read
+):
+    assert state(atom, make_case(text), read) is expected
