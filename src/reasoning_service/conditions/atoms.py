@@ -301,16 +301,15 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
             says = _Says.VAGUE
         else:
             says = absent_says if mention.stance.negated else present_says
-        word = "negated" if mention.stance.negated else "mentioned"
-        observations.append(
-            _Observation(
-                says,
-                mention.sentence.evidence(),
-                f"{mention.text!r} {word}",
-                date=mention.sentence.date,
-            )
-        )
+        observations.append(_said_in(mention, says))
     return observations + _denials(atom, reading, min_confidence, absent_says)
+
+
+def _said_in(mention: Mention, says: _Says) -> _Observation:
+    word = "negated" if mention.stance.negated else "mentioned"
+    return _Observation(
+        says, mention.sentence.evidence(), f"{mention.text!r} {word}", date=mention.sentence.date
+    )
 
 
 _OTHER = re.compile(r"\b(?:other|additional|further)\b[^,;.]{0,20}$", re.I)
@@ -340,18 +339,11 @@ def _denials(
         if fact_presence(view, reading) is False
     ]
     for mention in _about(reading.mentions(names)):
-        if not mention.stance.negated or _planned(mention, reading):
-            continue
+        if not mention.stance.negated:
+            continue  # a denial is never a plan: `_planned` keeps negated mentions
         if atom.expect == "present" and _OTHER.search(mention.sentence.text, 0, mention.start):
             continue
-        observations.append(
-            _Observation(
-                absent_says,
-                mention.sentence.evidence(),
-                f"{mention.text!r} negated",
-                date=mention.sentence.date,
-            )
-        )
+        observations.append(_said_in(mention, absent_says))
     return observations
 
 
@@ -362,7 +354,7 @@ def _quote_silent_on(view: FactView, reading: CaseReading, names: tuple[str, ...
     sentences = _source_sentences(view.evidence(), reading)
     if not sentences or _mentions_in(sentences, reading, names):
         return False
-    stems = {word[:5] for word in (*view.words, *view.spelled) if len(word) > 2}
+    stems = {word[:5] for word in view.every_word if len(word) > 2}
     said = {word[:5] for s in sentences for word in normalise_words(s.text)}
     return not stems & said
 
@@ -469,7 +461,7 @@ def _values(
     other = tuple(concept.not_when) if isinstance(concept, QuantityAtom) else ()
     values: list[_Value] = []
     for view in reading.facts_named(names, concept.codes):
-        if other and reading.find_in(" ".join((*view.words, *view.spelled)), other):
+        if other and reading.find_in(" ".join(view.every_word), other):
             continue  # `residualAHI`, `goal_weight`: another measurement of the same name
         for measured in _fact_measures(view, reading):
             converted = _in_unit(measured, unit, concept)

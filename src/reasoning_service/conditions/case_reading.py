@@ -117,11 +117,14 @@ class FactView:
     about_relative: bool = False
     """The field name says the fact is a relative's (`family_history.osa`, `fhx.dcm`)."""
 
+    @property
+    def every_word(self) -> tuple[str, ...]:
+        """The field name's words as written, then spelled out."""
+        return (*self.words, *self.spelled)
+
     def named_by(self, key: tuple[str, ...]) -> bool:
         """Whether the field name contains `key` as whole words, as written or spelled out."""
-        return _contains(self.words, key) or (
-            self.spelled != self.words and _contains(self.spelled, key)
-        )
+        return _contains(self.words, key) or _contains(self.spelled, key)
 
     def evidence(self) -> CaseEvidence:
         source = self.fact.source
