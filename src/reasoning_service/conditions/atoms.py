@@ -438,6 +438,7 @@ def _quantity(
             values = [v for v in values if v.date == latest]
     compare = _COMPARE[atom.comparator]
     observations = []
+    kinds = []
     for value in values:
         low_ok, high_ok = compare(value.low, atom.value), compare(value.high, atom.value)
         says = _Says.HOLDS if low_ok and high_ok else _Says.FAILS
@@ -451,13 +452,56 @@ def _quantity(
         )
         note = f"{value.text}: {shown} {atom.unit} vs {atom.comparator} {_number(atom.value)}"
         observations.append(_Observation(says, value.evidence, note, value.trusted, value.date))
+        kinds.append(_kind_of(value, atom.kinds, reading))
+    if atom.kinds:
+        return _per_kind(atom, list(zip(kinds, observations, strict=True)), reading)
     return observations
+
+
+def _kind_of(value: _Value, kinds: dict[str, list[str]], reading: CaseReading) -> str | None:
+    """The kind a value measures: named by the mention or fact field, else by its quote."""
+    for text in (" ".join(normalise_words(value.text)), value.evidence.quote):
+        for kind, names in kinds.items():
+            if reading.find_in(text, tuple(names)):
+                return kind
+    return None
+
+
+def _per_kind(
+    atom: QuantityAtom,
+    judged: list[tuple[str | None, _Observation]],
+    reading: CaseReading,
+) -> list[_Observation]:
+    """One measurement per kind: enough kinds meet the threshold (holds), or the kinds the
+    record names cannot make up `min_kinds` (fails); otherwise nothing is settled."""
+    judged = [(kind, o) for kind, o in judged if kind is not None and o.trusted]
+    meeting: dict[str, list[_Observation]] = {}
+    for kind, observation in judged:
+        if observation.says is _Says.HOLDS:
+            meeting.setdefault(kind, []).append(observation)
+    if len(meeting) >= atom.min_kinds:
+        return [observation for found in meeting.values() for observation in found]
+    settled = {kind for kind, o in judged if o.says is not _Says.VAGUE}
+    named = {
+        kind
+        for kind, names in atom.kinds.items()
+        if any(not m.stance.negated for m in _about(reading.mentions(tuple(names))))
+    }
+    unsettled = named - settled
+    if not judged or len(meeting) + len(unsettled) >= atom.min_kinds:
+        return []
+    count = f"{len(meeting)} of {atom.min_kinds} kinds"
+    return [
+        replace(observation, says=_Says.FAILS, note=f"{observation.note} ({count})")
+        for _, observation in judged
+    ]
 
 
 def _values(
     concept: QuantityAtom | QuantityInput, unit: str, reading: CaseReading, min_confidence: float
 ) -> list[_Value]:
-    names = reading.names(concept.concept, concept.aliases)
+    kinds = concept.kinds.values() if isinstance(concept, QuantityAtom) else ()
+    names = reading.names(concept.concept, [*concept.aliases, *(n for k in kinds for n in k)])
     other = tuple(concept.not_when) if isinstance(concept, QuantityAtom) else ()
     values: list[_Value] = []
     for view in reading.facts_named(names, concept.codes):
@@ -503,8 +547,16 @@ def _belonging_to(
 ) -> list[Measured]:
     text = mention.sentence.text
     if concept.read_in == "sentence":
-        return parse_measured(text, reading.vocabulary)
-    return measured_near(text, mention.start, mention.end, reading.vocabulary)
+        return parse_measured(text, reading.vocabulary, _is_period(concept.unit))
+    return measured_near(
+        text, mention.start, mention.end, reading.vocabulary, _is_period(concept.unit)
+    )
+
+
+def _is_period(unit: str) -> bool:
+    """Whether `unit` measures days or longer: a span between two dates is then a value."""
+    days = convert(1, unit, "day")
+    return days is not None and days >= 1
 
 
 def _in_unit(

@@ -15,7 +15,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -168,7 +168,8 @@ class ContextReader:
         backward ": no" cue would otherwise swallow "PSH: No spine surgery"), the whole line
         decides family, hypothetical and possible ("Family history: stroke"). Forms are read as
         forms: a name that is itself the label takes its stance from the value after it
-        ("GERD: denies", "Risk-benefit review: not completed", "SDM: deferred"), and an
+        ("GERD: denies", "Risk-benefit review: not completed", "SDM: deferred") unless the
+        value negates an outcome ("Sertraline 8 wk: no response": sertraline was given), and an
         unchecked box before a name ("[ ] degree verified") is no statement that it is so.
         A name the patient declined ("ECT was offered and declined", "ECT discussed; pt
         declines") is negated, however hypothetical the offer made it sound; a name a negation
@@ -180,22 +181,54 @@ class ContextReader:
             if _declined(text, start, end):
                 stances.append(Stance(negated=True, family=line.family))
                 continue
-            line = line | _form_stance(text, start, end)
+            form = self._form_stance(text, start, end)
+            label_end, cut = _label_end(text, start), self._outcome_cut(text, end)
+            own = (
+                line
+                if (label_end, cut) == (0, len(text))
+                else self._read(text[label_end:cut], [(start - label_end, end - label_end)])[0]
+            )
             excepted = _EXCEPTED.search(text, 0, start) is not None
-            label_end = _label_end(text, start)
-            if label_end == 0:
-                stances.append(replace(line, negated=False) if excepted else line)
-                continue
-            content = self._read(text[label_end:], [(start - label_end, end - label_end)])[0]
             stances.append(
                 Stance(
-                    negated=content.negated and not excepted,
-                    family=line.family or content.family,
-                    hypothetical=line.hypothetical or content.hypothetical,
-                    possible=line.possible or content.possible,
+                    negated=(own.negated or form.negated) and not excepted,
+                    family=line.family or own.family,
+                    hypothetical=line.hypothetical or own.hypothetical or form.hypothetical,
+                    possible=line.possible or own.possible,
                 )
             )
         return stances
+
+    def _form_stance(self, text: str, start: int, end: int) -> Stance:
+        """What a form line says about a name: its value ("X: denies") or its unchecked box."""
+        if _UNCHECKED.search(text[max(0, start - 8) : start]):
+            return Stance(hypothetical=True)
+        colon = text.find(":", end)
+        if colon < 0 or colon - end > 60 or ":" in text[start:end] or "." in text[end:colon]:
+            return Stance()
+        value = text[colon + 1 :]
+        if _VALUE_DEFERS.match(value):
+            return Stance(hypothetical=True)
+        if _VALUE_NEGATES.match(value) and not self._names_outcome(value):
+            return Stance(negated=True)
+        return Stance()
+
+    def _outcome_cut(self, text: str, end: int) -> int:
+        """Where the name's own part of the line ends: before a "Label: no response" value,
+        which negates what came of the name, not the name ("Sertraline 8 wk: no response");
+        otherwise the line's end."""
+        colon = _next_label(text, end)
+        value = text[colon + 1 :]
+        if _VALUE_NEGATES.match(value) and self._names_outcome(value):
+            return colon
+        return len(text)
+
+    def _names_outcome(self, value: str) -> bool:
+        """Whether a negating value's clause is about an outcome ("no clinically significant
+        response", "without benefit")."""
+        negation = _VALUE_NEGATES.match(value)
+        clause = re.split(r"[;.,]", value[negation.end() if negation else 0 :], maxsplit=1)[0]
+        return self._vocabulary.names_outcome(clause)
 
     def _read(self, text: str, spans: list[tuple[int, int]]) -> list[Stance]:
         """ConText over one sentence, remembered: atoms of one case share their sentences."""
@@ -262,27 +295,20 @@ def _declined(text: str, start: int, end: int) -> bool:
     return len(re.findall(r"\w+", before)) <= 2 and _DECLINED.match(text, end) is not None
 
 
-def _form_stance(text: str, start: int, end: int) -> Stance:
-    """What a form line says about a name: its value ("X: denies") or its unchecked box."""
-    if _UNCHECKED.search(text[max(0, start - 8) : start]):
-        return Stance(hypothetical=True)
-    colon = text.find(":", end)
-    if colon < 0 or colon - end > 60 or ":" in text[start:end] or "." in text[end:colon]:
-        return Stance()
-    value = text[colon + 1 :]
-    if _VALUE_DEFERS.match(value):
-        return Stance(hypothetical=True)
-    if _VALUE_NEGATES.match(value):
-        return Stance(negated=True)
-    return Stance()
-
-
 def _label_end(text: str, start: int) -> int:
     """Where the content after a "Label:" that precedes `start` begins (0 without one)."""
     colon = text.rfind(":", 0, start)
     while colon > 0 and text[colon - 1].isdigit() and text[colon + 1 : colon + 2].isdigit():
         colon = text.rfind(":", 0, colon)  # a time such as 10:30, not a label
     return colon + 1 if colon >= 0 else 0
+
+
+def _next_label(text: str, end: int) -> int:
+    """Where the next "Label:" colon after `end` stands (the text's length without one)."""
+    colon = text.find(":", end)
+    while colon > 0 and text[colon - 1].isdigit() and text[colon + 1 : colon + 2].isdigit():
+        colon = text.find(":", colon + 1)  # a time such as 10:30, not a label
+    return colon if colon >= 0 else len(text)
 
 
 def _non_overlapping(entities: Iterable) -> list:

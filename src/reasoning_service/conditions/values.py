@@ -11,6 +11,7 @@ import calendar
 import datetime as dt
 import re
 from dataclasses import dataclass
+from itertools import pairwise
 
 from reasoning_service.conditions.units import convert
 from reasoning_service.conditions.vocabulary import Vocabulary
@@ -173,10 +174,14 @@ def _unit_after(text: str, position: int, vocabulary: Vocabulary) -> tuple[str |
     return None, position
 
 
-def parse_measured(text: str, vocabulary: Vocabulary) -> list[Measured]:
-    """Every number or range in `text` with its unit (feet and inches become inches)."""
+def parse_measured(text: str, vocabulary: Vocabulary, periods: bool = False) -> list[Measured]:
+    """Every number or range in `text` with its unit (feet and inches become inches); with
+    `periods`, a span between two dates too, as days ("10/2025-01/2026": 62 to 122 days)."""
     found: list[Measured] = []
-    covered = [(point.start, point.end) for point in find_dates(text, None)]
+    dates = find_dates(text, None)
+    covered = [(point.start, point.end) for point in dates]
+    if periods:
+        found += _periods(text, dates)
     for match in _PART_OF_WHOLE.finditer(text):
         # "49 of 84 nights (58%)": the share is the value, not the counts it comes from.
         share = _number(match.group(1))
@@ -203,7 +208,9 @@ def parse_measured(text: str, vocabulary: Vocabulary) -> list[Measured]:
     return sorted(found, key=lambda m: m.start)
 
 
-def measured_near(text: str, start: int, end: int, vocabulary: Vocabulary) -> list[Measured]:
+def measured_near(
+    text: str, start: int, end: int, vocabulary: Vocabulary, periods: bool = False
+) -> list[Measured]:
     """Values that belong to the name at `text[start:end]`: right after it ("HbA1c 7.2%",
     "EF of 25-30 %") or, failing that, right before it ("54-year-old", "12 visits").
 
@@ -211,7 +218,7 @@ def measured_near(text: str, start: int, end: int, vocabulary: Vocabulary) -> li
     ("sertraline 200 mg x 10 wk": a dose and a duration); the caller takes the first one in
     the unit it wants.
     """
-    values = parse_measured(text, vocabulary)
+    values = parse_measured(text, vocabulary, periods)
     after = [
         value
         for value in values
@@ -227,6 +234,39 @@ def measured_near(text: str, start: int, end: int, vocabulary: Vocabulary) -> li
         and _NEAR_BEFORE.fullmatch(text[value.start : start]) is not None
     ]
     return before[-1:]
+
+
+_BETWEEN_DATES = re.compile(
+    r"\s*(?:-|–|—|to|through|thru|until"
+    r"|[,;]?\s*(?:and\s+)?(?:stopped|discontinued|ended|d/c'?d?|tapered off)(?:\s+on)?)\s*",
+    re.I,
+)
+"""What joins the two dates of a span: "10/2025-01/2026", "started 10/20/2025, stopped 12/01"."""
+
+
+def _periods(text: str, dates: list[TimePoint]) -> list[Measured]:
+    """Days between two dates written as one span ("2025-12-15 to 2026-02-09"); a date that
+    names only a month spans its whole month, so the days are a range."""
+    spans = []
+    for first, second in pairwise(dates):
+        if not _BETWEEN_DATES.fullmatch(text[first.end : second.start]):
+            continue
+        (first_low, first_high), (second_low, second_high) = _days_of(first), _days_of(second)
+        high = (second_high - first_low).days
+        if high > 0:
+            low = max(0, (second_low - first_high).days)
+            spans.append(Measured(low, high, "day", first.start, second.end))
+    return spans
+
+
+def _days_of(point: TimePoint) -> tuple[dt.date, dt.date]:
+    """The first and last day a date may be: a month alone is any of its days."""
+    if point.earliest is None:
+        return point.date, point.date
+    if point.earliest.month != point.date.month:  # a year alone
+        return point.earliest, dt.date(point.earliest.year, 12, 31)
+    last = calendar.monthrange(point.earliest.year, point.earliest.month)[1]
+    return point.earliest, point.earliest.replace(day=last)
 
 
 def _run_from(first: Measured, values: list[Measured], text: str) -> list[Measured]:

@@ -66,6 +66,9 @@ class Vocabulary(BaseModel):
     relative_words: list[str] = Field(default_factory=list)
     """Words that make a field name about a relative (`family`, `fhx`, `mother`): such a fact
     is not the patient's unless the atom itself asks about relatives."""
+    outcome_words: list[str] = Field(default_factory=list)
+    """Words for what came of a thing (`response`, `improvement`, `side effects`): in
+    "Sertraline 8 weeks: no response" the negation is of the outcome, not of sertraline."""
 
     def expand(self, names: list[str]) -> list[str]:
         """`names` plus every member of a synonym group that one of them belongs to."""
@@ -80,6 +83,7 @@ class Vocabulary(BaseModel):
     _spellings: tuple[str, ...] = PrivateAttr(default=())
     _abbreviations: dict[str, str] = PrivateAttr(default_factory=dict)
     _relatives: frozenset[str] = PrivateAttr(default=frozenset())
+    _outcome: re.Pattern[str] | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: object, /) -> None:
         """Prepare the unit spellings once: every number read in a note looks them up."""
@@ -87,6 +91,9 @@ class Vocabulary(BaseModel):
         self._spellings = tuple(sorted(self._units, key=len, reverse=True))
         self._abbreviations = {k.lower(): v for k, v in self.field_abbreviations.items()}
         self._relatives = frozenset(w for n in self.relative_words for w in normalise_words(n))
+        if self.outcome_words:
+            spelled = "|".join(re.escape(word) for word in self.outcome_words)
+            self._outcome = re.compile(rf"\b(?:{spelled})\b", re.I)
 
     def spelled_out(self, words: tuple[str, ...]) -> tuple[str, ...]:
         """Field-name words with abbreviations written in full (may be `words` itself)."""
@@ -99,6 +106,10 @@ class Vocabulary(BaseModel):
     def names_relative(self, words: Iterable[str]) -> bool:
         """Whether any of `words` says "a relative" (`fhx`, `family`, `mother`)."""
         return not self._relatives.isdisjoint(words)
+
+    def names_outcome(self, text: str) -> bool:
+        """Whether `text` speaks of an outcome ("no clinically significant response")."""
+        return self._outcome is not None and self._outcome.search(text) is not None
 
     @property
     def spellings_longest_first(self) -> tuple[str, ...]:

@@ -172,6 +172,24 @@ class QuantityAtom(_AtomBase, _Plausible):
     prefer: Literal["all", "facts"] = "all"
     """`facts`: when a trusted fact (or the demographics) gives the value, text values are not
     read (an age is the patient's; "appendectomy age 15" in a history is another age)."""
+    kinds: dict[
+        Annotated[str, Field(pattern=_ATOM_ID)],
+        list[Annotated[str, Field(min_length=1, max_length=200)]],
+    ] = Field(default_factory=dict, max_length=50)
+    """Kinds of the thing measured, each with the names that find it (`{"ssri": ["sertraline",
+    "fluoxetine"], "snri": [...]}`): values are then not one measurement that must agree but
+    one per kind, and the atom holds when `min_kinds` kinds meet the threshold ("trials of 2
+    agents from different classes, each at least 6 weeks"). It fails only when the kinds the
+    record names could not make up `min_kinds` however the unmeasured ones turned out."""
+    min_kinds: int = Field(default=1, ge=1, le=20)
+
+    @model_validator(mode="after")
+    def _check_kinds(self) -> QuantityAtom:
+        if self.min_kinds > max(1, len(self.kinds)):
+            raise ValueError(f"min_kinds {self.min_kinds} exceeds the {len(self.kinds)} kinds")
+        if self.kinds and self.derive is not None:
+            raise ValueError("kinds and derive do not combine: a derived value has no kind")
+        return self
 
 
 class FindingAtom(_AtomBase):

@@ -487,3 +487,78 @@ def test_a_denied_broader_name_is_absence_and_its_mention_alone_is_nothing(
     atom, text, expected, read
 ):
     assert state(atom, make_case(text), read) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Escitalopram 20 mg (8 weeks): no clinically significant response.", H),
+        ("Escitalopram: no response; well tolerated.", H),
+        ("Escitalopram: no.", F),
+        ("Escitalopram: none.", F),
+    ],
+)
+def test_a_labels_negated_outcome_is_not_a_negation_of_the_label(text, expected, read):
+    tried = FindingAtom(kind="finding", id="ssri", label="SSRI tried", concept="escitalopram")
+    assert state(tried, make_case(text), read) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("None of the trials reached an adequate dose.", F),
+        ("None of these trials reached an adequate dose; each was stopped early.", F),
+        ("Two trials at an adequate dose, none of which helped.", H),
+        ("An adequate dose is defined as 6 weeks at 150 mg or more.", N),
+    ],
+)
+def test_none_of_negates_forward_and_a_definition_is_no_finding(text, expected, read):
+    adequate = FindingAtom(kind="finding", id="dose", label="Adequate", concept="adequate dose")
+    assert state(adequate, make_case(text), read) is expected
+
+
+CLASSES_SIX_WEEKS = TRIAL_WEEKS.model_copy(
+    update={
+        "aliases": [],
+        "read_in": "sentence",
+        "kinds": {
+            "ssri": ["sertraline", "fluoxetine"],
+            "ndri": ["bupropion"],
+            "lithium": ["lithium"],
+        },
+        "min_kinds": 2,
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Sertraline 10 wks, no response.\nBupropion 8 wks, no response.", H),
+        ("Sertraline 10 wks.\nFluoxetine 8 wks.", F),  # one class, however many drugs
+        ("Sertraline 10 wks.\nBupropion 3 wks.\nLithium 1 wk.", F),
+        ("Sertraline 10 wks.\nBupropion 3 wks.\nLithium augmentation planned.", F),
+        ("Sertraline 10 wks.\nBupropion 3 wks.\nLithium 600 mg, level 0.8.", N),  # unmeasured
+        ("Sertraline 10 wks.\nBupropion avoided because of seizure history.", F),
+        ("Sertraline 10 wks.\nLithium 2025-10-01 to 2025-12-15.", H),
+        ("Sertraline 10 wks.\nLithium 10/2025-01/2026.", H),  # 62 to 122 days
+        ("Sertraline 10 wks.\nLithium started 2025-10-01, stopped 2025-10-08.", F),
+    ],
+)
+def test_kinds_need_enough_kinds_each_meeting_the_threshold(text, expected, read):
+    assert state(CLASSES_SIX_WEEKS, make_case(text), read) is expected
+
+
+def test_a_span_between_month_dates_straddling_the_threshold_is_conflicting(read):
+    text = "Lithium 10/2025-11/2025."  # 1 to 61 days
+    lithium = TRIAL_WEEKS.model_copy(update={"aliases": ["lithium"], "read_in": "sentence"})
+    assert state(lithium, make_case(text), read) is C
+
+
+def test_kinds_must_be_reachable_and_never_combine_with_derive():
+    with pytest.raises(ValueError, match="min_kinds 3 exceeds the 2 kinds"):
+        CLASSES_SIX_WEEKS.model_validate(
+            {**CLASSES_SIX_WEEKS.model_dump(), "kinds": {"a": ["x"], "b": ["y"]}, "min_kinds": 3}
+        )
+    with pytest.raises(ValueError, match="kinds and derive"):
+        QuantityAtom.model_validate({**BMI.model_dump(), "kinds": {"a": ["x"]}})
