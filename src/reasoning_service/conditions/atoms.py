@@ -507,7 +507,7 @@ def _values(
     for view in reading.facts_named(names, concept.codes):
         if other and reading.find_in(" ".join(view.every_word), other):
             continue  # `residualAHI`, `goal_weight`: another measurement of the same name
-        for measured in _fact_measures(view, reading):
+        for measured in _fact_measures(view, reading, _reads_trends(concept)):
             converted = _in_unit(measured, unit, concept)
             if converted is not None:
                 values.append(
@@ -546,11 +546,14 @@ def _belonging_to(
     mention: Mention, concept: QuantityAtom | QuantityInput, reading: CaseReading
 ) -> list[Measured]:
     text = mention.sentence.text
+    periods, trends = _is_period(concept.unit), _reads_trends(concept)
     if concept.read_in == "sentence":
-        return parse_measured(text, reading.vocabulary, _is_period(concept.unit))
-    return measured_near(
-        text, mention.start, mention.end, reading.vocabulary, _is_period(concept.unit)
-    )
+        return parse_measured(text, reading.vocabulary, periods, trends)
+    return measured_near(text, mention.start, mention.end, reading.vocabulary, periods, trends)
+
+
+def _reads_trends(concept: QuantityAtom | QuantityInput) -> bool:
+    return isinstance(concept, QuantityAtom) and concept.measure == "relative_change"
 
 
 def _is_period(unit: str) -> bool:
@@ -600,8 +603,10 @@ def _qualified(mention: Mention, words: tuple[str, ...], reading: CaseReading) -
     return bool(reading.find_in(before, words) or reading.find_in(title, words))
 
 
-def _fact_measures(view: FactView, reading: CaseReading) -> list[Measured]:
+def _fact_measures(view: FactView, reading: CaseReading, trends: bool) -> list[Measured]:
     value, unit = view.fact.value, view.fact.unit
+    if trends:  # a fact's number is a score, not a change
+        return _trends_in(value, reading)
     pint_unit = (reading.vocabulary.unit_for(unit) or unit) if unit else None
     if pint_unit is None and view.words:
         pint_unit = reading.vocabulary.unit_for(view.words[-1])  # `height_cm`, `weightLb`
@@ -613,6 +618,10 @@ def _fact_measures(view: FactView, reading: CaseReading) -> list[Measured]:
         found = parse_measured(value, reading.vocabulary)[:1]
         return [Measured(m.low, m.high, m.unit or pint_unit, m.start, m.end) for m in found]
     return []
+
+
+def _trends_in(value: object, reading: CaseReading) -> list[Measured]:
+    return parse_measured(value, reading.vocabulary, trends=True) if isinstance(value, str) else []
 
 
 def _derived(
@@ -862,7 +871,7 @@ def _fact_elapsed(
         # duration an extractor computed from it, whatever day it counted to.
         days = float((reference - quoted[0].date).days)
         return [_Elapsed(days, evidence, f"{note} ({evidence.quote})", trusted, view.date)]
-    for measured in _fact_measures(view, reading):
+    for measured in _fact_measures(view, reading, trends=False):
         unit = measured.unit or _unit_from_words(view.words)
         days = convert(measured.low, unit, "day") if unit else None
         if days is not None:

@@ -174,9 +174,15 @@ def _unit_after(text: str, position: int, vocabulary: Vocabulary) -> tuple[str |
     return None, position
 
 
-def parse_measured(text: str, vocabulary: Vocabulary, periods: bool = False) -> list[Measured]:
+def parse_measured(
+    text: str, vocabulary: Vocabulary, periods: bool = False, trends: bool = False
+) -> list[Measured]:
     """Every number or range in `text` with its unit (feet and inches become inches); with
-    `periods`, a span between two dates too, as days ("10/2025-01/2026": 62 to 122 days)."""
+    `periods`, a span between two dates too, as days ("10/2025-01/2026": 62 to 122 days).
+    With `trends`, only the changes a text reports, as percent of the first value
+    ("PHQ-9 21 -> 20": -4.8 percent)."""
+    if trends:
+        return _trends(text, vocabulary)
     found: list[Measured] = []
     dates = find_dates(text, None)
     covered = [(point.start, point.end) for point in dates]
@@ -209,7 +215,12 @@ def parse_measured(text: str, vocabulary: Vocabulary, periods: bool = False) -> 
 
 
 def measured_near(
-    text: str, start: int, end: int, vocabulary: Vocabulary, periods: bool = False
+    text: str,
+    start: int,
+    end: int,
+    vocabulary: Vocabulary,
+    periods: bool = False,
+    trends: bool = False,
 ) -> list[Measured]:
     """Values that belong to the name at `text[start:end]`: right after it ("HbA1c 7.2%",
     "EF of 25-30 %") or, failing that, right before it ("54-year-old", "12 visits").
@@ -218,7 +229,7 @@ def measured_near(
     ("sertraline 200 mg x 10 wk": a dose and a duration); the caller takes the first one in
     the unit it wants.
     """
-    values = parse_measured(text, vocabulary, periods)
+    values = parse_measured(text, vocabulary, periods, trends)
     after = [
         value
         for value in values
@@ -234,6 +245,33 @@ def measured_near(
         and _NEAR_BEFORE.fullmatch(text[value.start : start]) is not None
     ]
     return before[-1:]
+
+
+_STEP = r"\s*(?:\([^()]{0,24}\)\s*)?(?:->|-->|→|=>|⇒|⟶)\s*"
+_TREND = re.compile(
+    rf"(?<![\w.,/-])(?:from\s+({_NUM})\s+to\s+({_NUM})"
+    rf"|({_NUM})(?:{_STEP}{_NUM})*{_STEP}({_NUM}))(?![\d/])",
+    re.I,
+)
+"""A reported change: "21 -> 20", "20 (intake) -> 13 (wk 8) -> 8 (final)", "from 38 to 35"."""
+
+
+def _trends(text: str, vocabulary: Vocabulary) -> list[Measured]:
+    """Changes as percent of the first value; first and last value of a chain count. A
+    change in a unit ("50->100 mg") is a titration, not a score's trend."""
+    found = []
+    for match in _TREND.finditer(text):
+        unit, _ = _unit_after(text, match.end(), vocabulary)
+        if unit not in (None, "percent"):
+            continue
+        first, last = (
+            (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+        )
+        before = _number(first)
+        if before:
+            change = (_number(last) - before) / before * 100
+            found.append(Measured(change, change, "percent", match.start(), match.end()))
+    return found
 
 
 _BETWEEN_DATES = re.compile(

@@ -172,6 +172,11 @@ class QuantityAtom(_AtomBase, _Plausible):
     prefer: Literal["all", "facts"] = "all"
     """`facts`: when a trusted fact (or the demographics) gives the value, text values are not
     read (an age is the patient's; "appendectomy age 15" in a history is another age)."""
+    measure: Literal["value", "relative_change"] = "value"
+    """`relative_change`: what is compared is a change the record reports next to a name,
+    as percent of its first value ("PHQ-9 21 -> 20" is -4.8; "from 40 to 18" is -55), and
+    `unit` must be `percent`: "without significant improvement" on a scale where lower is
+    better is `> -25`."""
     kinds: dict[
         Annotated[str, Field(pattern=_ATOM_ID)],
         list[Annotated[str, Field(min_length=1, max_length=200)]],
@@ -185,6 +190,8 @@ class QuantityAtom(_AtomBase, _Plausible):
 
     @model_validator(mode="after")
     def _check_kinds(self) -> QuantityAtom:
+        if self.measure == "relative_change" and (self.unit != "percent" or self.derive):
+            raise ValueError("a relative_change is in unit 'percent' and is never derived")
         if self.min_kinds > max(1, len(self.kinds)):
             raise ValueError(f"min_kinds {self.min_kinds} exceeds the {len(self.kinds)} kinds")
         if self.kinds and self.derive is not None:

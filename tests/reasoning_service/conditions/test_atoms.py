@@ -562,3 +562,45 @@ def test_kinds_must_be_reachable_and_never_combine_with_derive():
         )
     with pytest.raises(ValueError, match="kinds and derive"):
         QuantityAtom.model_validate({**BMI.model_dump(), "kinds": {"a": ["x"]}})
+
+
+SCALE_BARELY_MOVED = QuantityAtom(
+    kind="quantity",
+    id="scale_change",
+    label="The scale tracked through psychotherapy improved by less than 25%",
+    concept="rating scale change during psychotherapy",
+    aliases=["CBT", "psychotherapy"],
+    comparator=">",
+    value=-25,
+    unit="percent",
+    measure="relative_change",
+    read_in="sentence",
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Weekly CBT x 16 sessions, PHQ-9 21 -> 20.", H),
+        ("CBT closing summary: PHQ-9 20 (intake) -> 13 (wk 8) -> 8 (final).", F),
+        ("Psychotherapy: BDI-II improved from 40 to 18.", F),
+        ("CBT weekly, PHQ-9 22 -> 21, BDI-II 38 -> 19.", C),  # two scales disagree
+        ("CBT weekly, PHQ-9 21 today.", N),  # a score is not a change
+        ("CBT weekly; sertraline 50->100 mg.", N),  # a titration is not a trend
+        ("Prior rTMS: PHQ-9 24 -> 12. CBT weekly, no scale.", N),  # another sentence's trend
+    ],
+)
+def test_a_relative_change_reads_the_trend_a_record_reports(text, expected, read):
+    assert state(SCALE_BARELY_MOVED, make_case(text), read) is expected
+
+
+def test_a_relative_change_in_a_fact_reads_only_a_trend(read):
+    score = make_case(facts=[{"field": "psychotherapy.phq9_final", "value": 8}])
+    trend = make_case(facts=[{"field": "psychotherapy", "value": "CBT 14 sessions, BDI 38->35"}])
+    assert state(SCALE_BARELY_MOVED, score, read) is N
+    assert state(SCALE_BARELY_MOVED, trend, read) is H
+
+
+def test_a_relative_change_is_in_percent_and_never_derived():
+    with pytest.raises(ValueError, match="relative_change is in unit 'percent'"):
+        QuantityAtom.model_validate({**SCALE_BARELY_MOVED.model_dump(), "unit": "count"})
