@@ -772,8 +772,8 @@ def _timing_near(mention: Mention, reading: CaseReading, reference: dt.date) -> 
     candidates: list[tuple[int, float]] = []
     points = find_dates(sentence.text, written) + month_only(sentence.text, written)
     for point in points:
-        if not _date_of(mention, point.start):
-            continue
+        if not _date_of(mention, point.start) or point.surely_after(written):
+            continue  # a date after the note was written is a plan, not when it happened
         distance = min(abs(point.start - mention.end), abs(mention.start - point.end))
         candidates.append((distance, float((reference - point.date).days)))
     for days, start, end in find_durations(sentence.text):

@@ -96,7 +96,8 @@ _DATE_PATTERNS = (
     (re.compile(r"\b(?:since|in|from|onset|began|started)\s+(\d{4})\b(?![-/])", re.I), "y"),
 )
 _SPAN_UNITS = r"(days?|d|weeks?|wks?|months?|mos?|years?|yrs?)"
-_AMOUNT = rf"({_NUM}|{'|'.join(_NUMBER_WORDS)}|a|an)"
+_AMOUNT = rf"({_NUM}|(?:{'|'.join(_NUMBER_WORDS)}|a|an)\b)"
+"""A number or a number word; a word must end there ("and" is not "an" + "d")."""
 _AGO = re.compile(rf"\b{_AMOUNT}[\s-]*{_SPAN_UNITS}\s+(?:ago|prior|earlier|before)\b", re.I)
 _DURATION = re.compile(
     rf"(?:\b(?:for|x|×|lasting|over|past|last|duration(?:\s+of)?:?|persist\w*|ongoing)\s+"

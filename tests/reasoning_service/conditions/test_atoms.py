@@ -604,3 +604,16 @@ def test_a_relative_change_in_a_fact_reads_only_a_trend(read):
 def test_a_relative_change_is_in_percent_and_never_derived():
     with pytest.raises(ValueError, match="relative_change is in unit 'percent'"):
         QuantityAtom.model_validate({**SCALE_BARELY_MOVED.model_dump(), "unit": "count"})
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Prior PCI and stent placed on 2025-06-10.", F),  # "and" is not "an d(ay)"
+        ("Repeat PCI eligible on or after 2026-03-20 (first PCI 2025-06-10).", F),  # a plan
+        ("PCI on 2026-01-20.", H),
+    ],
+)
+def test_only_words_that_date_an_event_date_it(text, expected, read):
+    case = make_case(text, doc_date="2026-02-01", as_of="2026-03-25")
+    assert state(PCI_3_MONTHS, case, read) is expected
