@@ -248,26 +248,28 @@ def measured_near(
     return before[-1:]
 
 
-_STEP = r"\s*(?:\([^()]{0,24}\)\s*)?(?:->|-->|→|=>|⇒|⟶)\s*"
+_STEP = r"\s*+(?:\([^()]{0,24}\)\s*+)?(?:->|-->|→|=>|⇒|⟶)\s*+"
 _TREND = re.compile(
-    rf"(?<![\w.,/-])(?:from\s+({_NUM})\s+to\s+({_NUM})"
-    rf"|({_NUM})(?:{_STEP}{_NUM})*{_STEP}({_NUM}))(?![\d/])",
+    rf"(?<![\w.,/-])(?:from\s+({_NUM})\s+to\s+({_NUM})|({_NUM})((?:{_STEP}{_NUM})++))",
     re.I,
 )
-"""A reported change: "21 -> 20", "20 (intake) -> 13 (wk 8) -> 8 (final)", "from 38 to 35"."""
+"""A reported change: "21 -> 20", "20 (intake) -> 13 (wk 8) -> 8 (final)", "from 38 to 35".
+Possessive steps and nothing required after them: a chain is read once, however long (no
+page can stall the reader)."""
+_ASIDE = re.compile(r"\([^()]{0,24}\)")
 
 
 def _trends(text: str, vocabulary: Vocabulary) -> list[Measured]:
-    """Changes as percent of the first value; first and last value of a chain count. A
-    change in a unit ("50->100 mg") is a titration, not a score's trend."""
+    """Changes as percent of the first value; first and last value of a chain count."""
     found = []
     for match in _TREND.finditer(text):
         unit, _ = _unit_after(text, match.end(), vocabulary)
-        if unit not in (None, "percent"):
-            continue
-        first, last = (
-            (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
-        )
+        if unit not in (None, "percent") or text[match.end() : match.end() + 1] == "/":
+            continue  # "50->100 mg" is a titration, "3->4.5/10" a part of a whole
+        if match.group(1):
+            first, last = match.group(1), match.group(2)
+        else:
+            first, last = match.group(3), re.findall(_NUM, _ASIDE.sub("", match.group(4)))[-1]
         before = _number(first)
         if before:
             change = (_number(last) - before) / before * 100

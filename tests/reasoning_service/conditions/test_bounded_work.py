@@ -57,3 +57,29 @@ def test_an_unpunctuated_megabyte_page_costs_about_ten_times_a_tenth_of_it(read)
     ratio = large_s / small_s
     # Linear work gives about 10; a quadratic scan would give about 100.
     assert ratio < 30, f"1 MB took {ratio:.1f}× the time of 100 KB: not linear"
+
+
+def test_a_megabyte_of_arrows_is_read_in_linear_time(read):
+    """A trend chain that never closes ("1->1->…->1/") is read once, not once per number."""
+    trend = QuantityAtom(
+        kind="quantity",
+        id="change",
+        label="change",
+        concept="score change",
+        aliases=["score"],
+        comparator=">",
+        value=-25,
+        unit="percent",
+        measure="relative_change",
+        read_in="sentence",
+    )
+
+    def seconds(page: str) -> float:
+        started = time.process_time()
+        evaluate_atom(trend, read(make_case(page)), 0.7)
+        return time.process_time() - started
+
+    small, large = "score " + "1 -> " * 20_000 + "1/", "score " + "1 -> " * 200_000 + "1/"
+    seconds(small)
+    ratio = min(seconds(large) for _ in range(2)) / min(seconds(small) for _ in range(2))
+    assert ratio < 30, f"10× the arrows took {ratio:.1f}× the time: not linear"
