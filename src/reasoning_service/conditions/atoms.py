@@ -438,7 +438,6 @@ def _quantity(
             values = [v for v in values if v.date == latest]
     compare = _COMPARE[atom.comparator]
     observations = []
-    kinds = []
     for value in values:
         low_ok, high_ok = compare(value.low, atom.value), compare(value.high, atom.value)
         says = _Says.HOLDS if low_ok and high_ok else _Says.FAILS
@@ -452,8 +451,8 @@ def _quantity(
         )
         note = f"{value.text}: {shown} {atom.unit} vs {atom.comparator} {_number(atom.value)}"
         observations.append(_Observation(says, value.evidence, note, value.trusted, value.date))
-        kinds.append(_kind_of(value, atom.kinds, reading))
     if atom.kinds:
+        kinds = [_kind_of(value, atom.kinds, reading) for value in values]
         return _per_kind(atom, list(zip(kinds, observations, strict=True)), reading)
     return observations
 

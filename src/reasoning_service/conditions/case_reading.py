@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from reasoning_service.conditions.vocabulary import Vocabulary, normalise_words
 from reasoning_service.models import CaseBundle, CaseEvidence, Fact
@@ -209,26 +209,24 @@ class ContextReader:
         value = text[colon + 1 :]
         if _VALUE_DEFERS.match(value):
             return Stance(hypothetical=True)
-        if _VALUE_NEGATES.match(value) and not self._names_outcome(value):
-            return Stance(negated=True)
-        return Stance()
+        negates = self._value_negates(value)
+        return Stance(negated=negates == "name")
 
     def _outcome_cut(self, text: str, end: int) -> int:
         """Where the name's own part of the line ends: before a "Label: no response" value,
         which negates what came of the name, not the name ("Sertraline 8 wk: no response");
         otherwise the line's end."""
         colon = _next_label(text, end)
-        value = text[colon + 1 :]
-        if _VALUE_NEGATES.match(value) and self._names_outcome(value):
-            return colon
-        return len(text)
+        return colon if self._value_negates(text[colon + 1 :]) == "outcome" else len(text)
 
-    def _names_outcome(self, value: str) -> bool:
-        """Whether a negating value's clause is about an outcome ("no clinically significant
-        response", "without benefit")."""
+    def _value_negates(self, value: str) -> Literal["name", "outcome"] | None:
+        """What a form's value negates: its label ("none"), an outcome of it ("no clinically
+        significant response", "without benefit"), or nothing."""
         negation = _VALUE_NEGATES.match(value)
-        clause = re.split(r"[;.,]", value[negation.end() if negation else 0 :], maxsplit=1)[0]
-        return self._vocabulary.names_outcome(clause)
+        if negation is None:
+            return None
+        clause = re.split(r"[;.,]", value[negation.end() :], maxsplit=1)[0]
+        return "outcome" if self._vocabulary.names_outcome(clause) else "name"
 
     def _read(self, text: str, spans: list[tuple[int, int]]) -> list[Stance]:
         """ConText over one sentence, remembered: atoms of one case share their sentences."""
@@ -298,17 +296,22 @@ def _declined(text: str, start: int, end: int) -> bool:
 def _label_end(text: str, start: int) -> int:
     """Where the content after a "Label:" that precedes `start` begins (0 without one)."""
     colon = text.rfind(":", 0, start)
-    while colon > 0 and text[colon - 1].isdigit() and text[colon + 1 : colon + 2].isdigit():
-        colon = text.rfind(":", 0, colon)  # a time such as 10:30, not a label
+    while _in_clock_time(text, colon):
+        colon = text.rfind(":", 0, colon)
     return colon + 1 if colon >= 0 else 0
 
 
 def _next_label(text: str, end: int) -> int:
     """Where the next "Label:" colon after `end` stands (the text's length without one)."""
     colon = text.find(":", end)
-    while colon > 0 and text[colon - 1].isdigit() and text[colon + 1 : colon + 2].isdigit():
-        colon = text.find(":", colon + 1)  # a time such as 10:30, not a label
+    while _in_clock_time(text, colon):
+        colon = text.find(":", colon + 1)
     return colon if colon >= 0 else len(text)
+
+
+def _in_clock_time(text: str, colon: int) -> bool:
+    """A colon inside a time such as 10:30, not a label's."""
+    return colon > 0 and text[colon - 1].isdigit() and text[colon + 1 : colon + 2].isdigit()
 
 
 def _non_overlapping(entities: Iterable) -> list:

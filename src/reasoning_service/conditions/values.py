@@ -181,7 +181,7 @@ def parse_measured(
     """Every number or range in `text` with its unit (feet and inches become inches); with
     `periods`, a span between two dates too, as days ("10/2025-01/2026": 62 to 122 days).
     With `trends`, only the changes a text reports, as percent of the first value
-    ("PHQ-9 21 -> 20": -4.8 percent)."""
+    ("score 21 -> 20": -4.8 percent)."""
     if trends:
         return _trends(text, vocabulary)
     found: list[Measured] = []

@@ -174,7 +174,7 @@ class QuantityAtom(_AtomBase, _Plausible):
     read (an age is the patient's; "appendectomy age 15" in a history is another age)."""
     measure: Literal["value", "relative_change"] = "value"
     """`relative_change`: what is compared is a change the record reports next to a name,
-    as percent of its first value ("PHQ-9 21 -> 20" is -4.8; "from 40 to 18" is -55), and
+    as percent of its first value ("score 21 -> 20" is -4.8; "from 40 to 18" is -55), and
     `unit` must be `percent`: "without significant improvement" on a scale where lower is
     better is `> -25`."""
     kinds: dict[
