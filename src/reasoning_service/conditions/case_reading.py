@@ -25,8 +25,9 @@ from reasoning_service.models.conditions import AtomCode
 from reasoning_service.tools.citations import is_instruction_like
 
 if TYPE_CHECKING:
-    from medspacy.context import ConText
+    from medspacy.context import ConText, ConTextModifier
     from spacy.language import Language
+    from spacy.tokens import Span
 
 __all__ = ["CaseReading", "ContextReader", "FactView", "Mention", "Sentence", "Stance"]
 
@@ -254,13 +255,41 @@ class ContextReader:
         context(doc)
         by_start = {entity.start_char: entity for entity in doc.ents}
         return [
-            _stance_of(by_start.get(entity.start_char) if entity is not None else None)
+            self._stance_of(by_start.get(entity.start_char) if entity is not None else None)
             for entity in entities
         ]
 
+    def _stance_of(self, entity: Span | None) -> Stance:
+        if entity is None:
+            return Stance()
+        extension = entity._
+        return Stance(
+            negated=any(self._negates(cue, entity) for cue in extension.modifiers),
+            family=bool(extension.is_family),
+            hypothetical=bool(extension.is_hypothetical),
+            possible=bool(extension.is_uncertain),
+        )
+
+    def _negates(self, cue: ConTextModifier, entity: Span) -> bool:
+        """Whether a cue negates the name itself. Not a cue that opens a compound ("no-flow
+        time", "no-show"), nor one whose negated thing is an outcome that stands between it
+        and the name ("no real change in back pain", "no response to sertraline"): the pain
+        was there, the drug was given."""
+        if cue.category != "NEGATED_EXISTENCE":
+            return False
+        doc = entity.doc
+        cue_span = doc[cue.modifier_span[0] : cue.modifier_span[1]]
+        if doc.text[cue_span.end_char : cue_span.end_char + 1] == "-":
+            return False
+        if cue_span.end <= entity.start:
+            between = doc.text[cue_span.end_char : entity.start_char]
+            return not self._vocabulary.names_outcome(between)
+        return True
+
 
 _VALUE_NEGATES = re.compile(
-    r"\s*(?:no\b|none\b|denie[sd]\b|negative\b|absent\b|not\b|never\b|declined\b|n/?a\b"
+    r"\s*(?:(?:has|have|had|was|were|is|did|does)\s+)?"
+    r"(?:no\b|none\b|denie[sd]\b|negative\b|absent\b|not\b|never\b|declined\b|n/?a\b"
     r"|without\b|nil\b|deferred\b|incomplete\b)",
     re.I,
 )
@@ -322,18 +351,6 @@ def _non_overlapping(entities: Iterable) -> list:
             kept.append(entity)
             last_end = entity.end
     return kept
-
-
-def _stance_of(entity: object) -> Stance:
-    if entity is None:
-        return Stance()
-    extension = entity._  # type: ignore[attr-defined]
-    return Stance(
-        negated=bool(extension.is_negated),
-        family=bool(extension.is_family),
-        hypothetical=bool(extension.is_hypothetical),
-        possible=bool(extension.is_uncertain),
-    )
 
 
 @dataclass

@@ -506,6 +506,23 @@ def test_a_labels_negated_outcome_is_not_a_negation_of_the_label(text, expected,
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
+        ("Pt states 'no real change' in stroke deficits since March.", H),
+        ("No response to the stroke rehabilitation program.", H),
+        ("No recovery at 38 days post-stroke.", H),
+        ("Door-to-needle time (no-flow 12 min) before the stroke was treated.", H),
+        ("No stroke; no change in gait.", F),
+        ("No new stroke, and no change in his other medications.", F),
+        ("Stroke: has not had a stroke.", F),
+        ("Stroke: never.", F),
+    ],
+)
+def test_a_negated_outcome_or_compound_is_no_negation_of_the_name_after_it(text, expected, read):
+    assert state(STROKE, make_case(text), read) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
         ("None of the trials reached an adequate dose.", F),
         ("None of these trials reached an adequate dose; each was stopped early.", F),
         ("Two trials at an adequate dose, none of which helped.", H),
