@@ -256,8 +256,9 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
     names = reading.names(atom.concept, atom.aliases)
     present_says = _Says.HOLDS if atom.expect == "present" else _Says.FAILS
     absent_says = _Says.FAILS if atom.expect == "present" else _Says.HOLDS
+    on_topic = _topic_test(atom, reading)
     observations: list[_Observation] = []
-    named = reading.facts_named(names, atom.codes)
+    named = [view for view in reading.facts_named(names, atom.codes) if on_topic(_fact_text(view))]
     for view in named:
         is_present = fact_presence(view, reading)
         if is_present is None:
@@ -279,7 +280,7 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
         if view in named or not isinstance(view.fact.value, str):
             continue
         spans = reading.find_in(view.fact.value, names)
-        if not spans:
+        if not spans or not on_topic(_fact_text(view)):
             continue
         stance = reading.context.stances(view.fact.value, spans)[0]
         if not stance.about_patient:
@@ -297,12 +298,28 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
     for mention in _about(reading.mentions(names)):
         if _planned(mention, reading):
             continue  # "visit on 04/08/2026" after the case's date: a plan, not a finding
+        if not on_topic(mention.sentence.text):
+            continue
         if mention.stance.possible and not mention.stance.negated:
             says = _Says.VAGUE
         else:
             says = absent_says if mention.stance.negated else present_says
         observations.append(_said_in(mention, says))
     return observations + _denials(atom, reading, min_confidence, absent_says)
+
+
+def _topic_test(atom: FindingAtom, reading: CaseReading) -> Callable[[str], bool]:
+    """Whether a text names what the finding is about (any text, when it names no topic)."""
+    if not atom.topic:
+        return lambda text: True
+    topic = tuple(atom.topic)
+    return lambda text: bool(reading.find_in(text, topic))
+
+
+def _fact_text(view: FactView) -> str:
+    """A fact's name, value and quote: where its topic would be named."""
+    quote = view.fact.source.quote if view.fact.source is not None else ""
+    return " ".join([" ".join(view.every_word), _category_text(view.fact.value), quote or ""])
 
 
 def _said_in(mention: Mention, says: _Says) -> _Observation:

@@ -212,6 +212,12 @@ class FindingAtom(_AtomBase):
     """Broader names whose denial covers this finding ("no surgical history", "no
     obesity-related comorbidities"): a negated mention or a false fact counts as absence. Their
     affirmation says nothing: a surgical history is not a spine surgery."""
+    topic: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        default_factory=list, max_length=200
+    )
+    """Names of what the finding is about, one of which must stand in the same sentence (or
+    fact) for a mention to count: a bare "response" speaks of a medication trial only where a
+    drug is named, not in "ECT was switched for slow response". Empty: every mention counts."""
 
 
 class TimeWindowAtom(_AtomBase):

@@ -520,6 +520,39 @@ def test_a_negated_outcome_or_compound_is_no_negation_of_the_name_after_it(text,
     assert state(STROKE, make_case(text), read) is expected
 
 
+DRUG_RESPONSE = FindingAtom(
+    kind="finding",
+    id="drug_response",
+    label="No clinically significant response to the drug trials",
+    concept="clinically significant response",
+    aliases=["response", "benefit"],
+    expect="absent",
+    topic=["sertraline", "bupropion", "antidepressant"],
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "facts", "expected"),
+    [
+        ("Sertraline 100 mg for 8 weeks - no response.", [], H),
+        ("Sertraline 8 weeks: no response. ECT switched to bitemporal for slow response.", [], H),
+        ("ECT switched to bitemporal for slow response.", [], N),
+        ("I weighed the benefit of the treatment against its risk.", [], N),
+        ("Bupropion 12 weeks with good response.", [], F),
+        ("x", [{"field": "prior_tms.response", "value": True}], N),
+        ("x", [{"field": "bupropion.response", "value": False}], H),
+    ],
+)
+def test_a_finding_with_a_topic_counts_only_where_its_topic_is_named(text, facts, expected, read):
+    assert state(DRUG_RESPONSE, make_case(text, facts=facts), read) is expected
+
+
+def test_without_a_topic_every_mention_counts(read):
+    anywhere = DRUG_RESPONSE.model_copy(update={"topic": []})
+    case = make_case("Sertraline 8 weeks: no response. ECT switched for slow response.")
+    assert state(anywhere, case, read) is F  # for an absence, a stated presence wins
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
