@@ -159,8 +159,8 @@ INSTRUCTION_PATTERNS: tuple[str, ...] = (
     # addressing the model: "you are an AI", "note to the reviewer", "SYSTEM: …"
     r"\b(you\s+are|you're|act\s+as)\s+(an?\s+|the\s+)?(ai|assistant|language\s+model|llm|"
     r"chatbot|reviewer|system)\b",
-    r"\b(note|message|instructions?)\s+(to|for)\s+(the\s+)?(ai|assistant|model|llm|reviewer|"
-    r"system|bot)\b",
+    r"\b(note|message|instructions?)\s+(to|for)\s+(the\s+|any\s+)?([\w/-]+\s+){0,2}?"
+    r"(ai|automated|assistant|model|llm|reviewers?|system|bot)\b",
     r"^\s*(system|assistant|ai|reviewer)\s*:",
 )
 """Sentences that address a reviewer, an AI or the system instead of describing the patient.
