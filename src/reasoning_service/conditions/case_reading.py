@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 __all__ = ["CaseReading", "ContextReader", "FactView", "Mention", "Sentence", "Stance"]
 
 _STANCES_KEPT = 50_000
+_OUTCOME_REACH = 2
+"""Words after a negation that follows a name in which an outcome makes it the outcome's
+negation ("never fully resolved", "not improved")."""
 MAX_SENTENCE_CHARS = 400
 """Longer runs of text are cut at whitespace, so no scan is quadratic in a page."""
 _SENTENCE_END = re.compile(r"(?<=[.!?;])[\"'”’)\]]?\s+|\n+")
@@ -272,21 +275,30 @@ class ContextReader:
 
     def _negates(self, cue: ConTextModifier, entity: Span) -> bool:
         """Whether a cue negates the name itself. Not a cue that opens a compound ("no-flow
-        time", "no-show"), nor one whose negated thing is an outcome that stands between it
-        and the name ("no real change in back pain", "no response to sertraline"): the pain
-        was there, the drug was given."""
+        time", "no-show"), nor one whose negated thing is an outcome: between the cue and the
+        name ("no real change in back pain", "no response to sertraline") or right after a cue
+        that follows the name ("back pain, never fully resolved"), or itself negated ("not
+        resolved"): the pain was there, the drug was given."""
         if cue.category != "NEGATED_EXISTENCE":
             return False
         doc = entity.doc
         cue_span = doc[cue.modifier_span[0] : cue.modifier_span[1]]
         if doc.text[cue_span.end_char : cue_span.end_char + 1] == "-":
             return False
+        if self._vocabulary.names_outcome(cue_span.text) and _NEGATION_BEFORE.search(
+            doc[max(0, cue_span.start - _OUTCOME_REACH) : cue_span.start].text
+        ):
+            return False  # "back pain not resolved": the outcome is negated, the pain remains
         if cue_span.end <= entity.start:
             between = doc.text[cue_span.end_char : entity.start_char]
             return not self._vocabulary.names_outcome(between)
+        if cue_span.start >= entity.end:
+            after = doc[cue_span.end : cue_span.end + _OUTCOME_REACH].text
+            return not self._vocabulary.names_outcome(after)
         return True
 
 
+_NEGATION_BEFORE = re.compile(r"\b(?:not|never|no|without|nor)\b|n't\b", re.I)
 _VALUE_NEGATES = re.compile(
     r"\s*(?:(?:has|have|had|was|were|is|did|does)\s+)?"
     r"(?:no\b|none\b|denie[sd]\b|negative\b|absent\b|not\b|never\b|declined\b|n/?a\b"
