@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
+import math
 import operator
 import re
 from collections.abc import Callable, Iterable
@@ -20,12 +21,14 @@ from reasoning_service.conditions.case_reading import CaseReading, FactView, Men
 from reasoning_service.conditions.units import convert
 from reasoning_service.conditions.values import (
     Measured,
+    TimePoint,
     duration_right_after,
     find_dates,
     find_durations,
     measured_near,
     month_only,
     parse_measured,
+    year_beside,
 )
 from reasoning_service.conditions.vocabulary import normalise_words
 from reasoning_service.models import AtomState, CaseEvidence
@@ -53,6 +56,8 @@ class _Says(Enum):
     HOLDS = "holds"
     FAILS = "fails"
     VAGUE = "vague"
+    PARTLY = "partly"
+    """A period the record names lies partly inside a time window ("in 2025", 40 days)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,21 +194,26 @@ def _any_occurrence(observations: list[_Observation]) -> list[_Observation]:
     if not inside:
         return observations
     dated_outside = [
-        o for o in observations if o.says is _Says.FAILS and o.note.endswith("days before")
+        o
+        for o in observations
+        if o.says in (_Says.FAILS, _Says.PARTLY) and o.note.endswith("days before")
     ]
     return [o for o in observations if o not in dated_outside]
 
 
 def _settle(observations: list[_Observation]) -> AtomVerdict:
-    trusted = [o for o in observations if o.trusted and o.says is not _Says.VAGUE]
+    unsure = (_Says.VAGUE, _Says.PARTLY)
+    trusted = [o for o in observations if o.trusted and o.says not in unsure]
     says = {o.says for o in trusted}
-    weak = [o for o in observations if not o.trusted and o.says is not _Says.VAGUE]
+    weak = [o for o in observations if not o.trusted and o.says not in unsure]
+    partly = [o for o in observations if o.says is _Says.PARTLY]
     if len(says) == 1:
         outcome = says.pop()
-        against = [o for o in weak if o.says is not outcome]
+        against = [o for o in weak if o.says is not outcome] + partly
         if against and outcome is _Says.HOLDS:
-            # A doubtful fact never overrides evidence of failure, but it does cast doubt on
-            # evidence that the atom holds: the unsafe direction.
+            # A doubtful fact or a period only partly inside the window never overrides
+            # evidence of failure, but it does cast doubt on evidence that the atom holds: the
+            # unsafe direction.
             return _verdict(AtomState.CONFLICTING, [*trusted, *against], "sources disagree")
         state = AtomState.HOLDS if outcome is _Says.HOLDS else AtomState.FAILS
         return _verdict(state, trusted, "")
@@ -214,7 +224,7 @@ def _settle(observations: list[_Observation]) -> AtomVerdict:
         # follow the documents), so the criterion asks for documentation.
         # The doubtful facts stay listed for the reviewer; they decide nothing.
         return _verdict(AtomState.NO_EVIDENCE, weak, "only low-confidence facts")
-    vague = [o for o in observations if o.says is _Says.VAGUE]
+    vague = [o for o in observations if o.says in unsure]
     if vague:
         return _verdict(AtomState.CONFLICTING, vague, "only vague or uncertain mentions")
     return AtomVerdict(AtomState.NO_EVIDENCE, "nothing in the case", [])
@@ -725,6 +735,8 @@ class _Elapsed:
     note: str
     trusted: bool
     date: dt.date | None
+    span: tuple[float, float] | None = None
+    """Fewest and most days it may be, when the record names a period, not a day."""
 
 
 def _time_window(
@@ -745,6 +757,9 @@ def _time_window(
             continue
         says = _Says.HOLDS if _in_window(atom, elapsed.days) else _Says.FAILS
         note = f"{elapsed.note}: {elapsed.days:.0f} days before"
+        if elapsed.span is not None and _straddles(atom, *elapsed.span):
+            says = _Says.PARTLY  # "MI in 2025" against a 40-day window near New Year
+            note = f"{elapsed.note}: {elapsed.span[0]:.0f} to {elapsed.span[1]:.0f} days before"
         observations.append(
             _Observation(says, elapsed.evidence, note, elapsed.trusted, elapsed.date)
         )
@@ -752,13 +767,23 @@ def _time_window(
 
 
 def _in_window(atom: TimeWindowAtom, days: float) -> bool:
+    low, high = _window(atom)
+    return low <= days <= high
+
+
+def _straddles(atom: TimeWindowAtom, fewest: float, most: float) -> bool:
+    """Whether a period of possible days lies partly inside the window and partly outside."""
+    low, high = _window(atom)
+    return fewest <= high and most >= low and not (low <= fewest and most <= high)
+
+
+def _window(atom: TimeWindowAtom) -> tuple[float, float]:
     amount = atom.amount * _UNIT_DAYS[atom.unit]
     if atom.relation == "within":
-        return -1 <= days <= amount
+        return -1, amount
     if atom.relation == "at_least":
-        return days >= amount
-    upper = (atom.amount_max or atom.amount) * _UNIT_DAYS[atom.unit]
-    return amount <= days <= upper
+        return amount, math.inf
+    return amount, (atom.amount_max or atom.amount) * _UNIT_DAYS[atom.unit]
 
 
 def _elapsed(
@@ -777,30 +802,54 @@ def _elapsed(
             continue
         timing = _timing_near(mention, reading, reference)
         if timing is not None:
-            found.append(_Elapsed(timing, sentence.evidence(), mention.text, True, sentence.date))
+            days, span = timing
+            found.append(
+                _Elapsed(days, sentence.evidence(), mention.text, True, sentence.date, span)
+            )
     return found
 
 
-def _timing_near(mention: Mention, reading: CaseReading, reference: dt.date) -> float | None:
+_Timing = tuple[float, tuple[float, float] | None]
+"""Days from an event to the reference point, and their range when a period dates it."""
+
+
+def _timing_near(mention: Mention, reading: CaseReading, reference: dt.date) -> _Timing | None:
     """Days from the mentioned event to `reference`, from the nearest date or duration."""
     sentence = mention.sentence
     written = sentence.date or reading.as_of
-    candidates: list[tuple[int, float]] = []
+    candidates: list[tuple[int, _Timing]] = []
     points = find_dates(sentence.text, written) + month_only(sentence.text, written)
+    beside = year_beside(sentence.text, mention.start, mention.end)
+    if beside is not None and not any(p.start <= beside.start < p.end for p in points):
+        points.append(beside)
     for point in points:
         if not _date_of(mention, point.start) or point.surely_after(written):
             continue  # a date after the note was written is a plan, not when it happened
         distance = min(abs(point.start - mention.end), abs(mention.start - point.end))
-        candidates.append((distance, float((reference - point.date).days)))
+        candidates.append((distance, _days_before(point, reference)))
     for days, start, end in find_durations(sentence.text):
         distance = min(abs(start - mention.end), abs(mention.start - end))
-        candidates.append((distance, days + (reference - written).days))
+        candidates.append((distance, (days + (reference - written).days, None)))
     right_after = duration_right_after(sentence.text, mention.end)
     if right_after is not None:
-        candidates.append((0, right_after[0] + (reference - written).days))
+        candidates.append((0, (right_after[0] + (reference - written).days, None)))
     if not candidates:
         return None
-    return min(candidates)[1]
+    return min(candidates, key=lambda candidate: candidate[0])[1]
+
+
+def _years_of(value: str) -> list[TimePoint]:
+    """A year at either end of a fact's value dates the fact's event ("2017 inferior STEMI")."""
+    point = year_beside(value, 0, 0) or year_beside(value, len(value), len(value))
+    return [point] if point is not None else []
+
+
+def _days_before(point: TimePoint, reference: dt.date) -> _Timing:
+    first, last = point.days
+    days = float((reference - point.date).days)
+    if first == last:
+        return days, None
+    return days, (float((reference - last).days), float((reference - first).days))
 
 
 _DATE_LEAD = re.compile(r"([A-Za-z][\w/&-]*)[\s(:,\-]*$")
@@ -877,16 +926,17 @@ def _fact_elapsed(
     if isinstance(value, str):
         if fact_presence(view, reading) is False:
             return [_Elapsed(None, evidence, note, trusted, view.date)]
-        dates = find_dates(value, written)
+        dates = find_dates(value, written) or _years_of(value)
         if dates:
-            days = float((reference - dates[0].date).days)
-            return [_Elapsed(days, evidence, note, trusted, view.date)]
+            days, span = _days_before(dates[0], reference)
+            return [_Elapsed(days, evidence, note, trusted, view.date, span)]
     quoted = find_dates(evidence.quote, written) if evidence.doc_id else []
     if quoted:
         # The sentence the fact was read from dates the event: the document wins over a
         # duration an extractor computed from it, whatever day it counted to.
-        days = float((reference - quoted[0].date).days)
-        return [_Elapsed(days, evidence, f"{note} ({evidence.quote})", trusted, view.date)]
+        days, span = _days_before(quoted[0], reference)
+        quote_note = f"{note} ({evidence.quote})"
+        return [_Elapsed(days, evidence, quote_note, trusted, view.date, span)]
     for measured in _fact_measures(view, reading, trends=False):
         unit = measured.unit or _unit_from_words(view.words)
         days = convert(measured.low, unit, "day") if unit else None

@@ -25,6 +25,7 @@ __all__ = [
     "measured_near",
     "month_only",
     "parse_measured",
+    "year_beside",
 ]
 
 _NUMBER_WORDS = {
@@ -90,10 +91,25 @@ _DATE_PATTERNS = (
     (re.compile(r"(?<!\d)(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?!\d)"), "mdy"),
     (re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I), "Mdy"),
     (re.compile(rf"\b(\d{{1,2}})\s+({_MONTH})\.?,?\s+(\d{{4}})\b", re.I), "dMy"),
+    (re.compile(rf"\b(early|mid|late)[\s-]+({_MONTH})\.?,?\s+(\d{{4}})\b", re.I), "PMy"),
     (re.compile(rf"\b({_MONTH})\.?,?\s+(\d{{4}})\b", re.I), "My"),
     (re.compile(r"(?<!\d)(\d{1,2})/(\d{4})(?!\d)"), "my"),
     (re.compile(r"(?<![\d/-])(\d{4})-(\d{1,2})(?![\d-])"), "ym"),
+    (re.compile(r"\b(spring|summer|fall|autumn|winter)(?:\s+of)?,?\s+(\d{4})\b", re.I), "Sy"),
+    (re.compile(r"\b(early|mid|late)[\s-]+(\d{4})\b", re.I), "Py"),
     (re.compile(r"\b(?:since|in|from|onset|began|started)\s+(\d{4})\b(?![-/])", re.I), "y"),
+)
+_SEASON_MIDDLE = {"winter": (1, 15), "spring": (4, 15), "summer": (7, 15), "fall": (10, 15)}
+_SEASON_MIDDLE["autumn"] = _SEASON_MIDDLE["fall"]
+"""Middles of the seasons (northern, meteorological); a season spans 45 days either side."""
+_PART_OF_YEAR = {"early": (2, 15), "mid": (7, 1), "late": (11, 15)}
+_NOT_A_YEAR_AFTER = (
+    r"(?![\d./:-])(?!\s*(?:%|/|(?:mg|mcg|µg|g|kg|ml|l|kcal|cal|units?|iu|steps|lbs?|cc|mm|cm|m"
+    r"|ms|msec|hrs?|h|min|sec|s|mmhg|x)\b))"
+)
+_YEAR_BESIDE = re.compile(rf"[\s(,]{{0,3}}((?:19[5-9]|20\d)\d){_NOT_A_YEAR_AFTER}", re.I)
+_YEAR_BEFORE = re.compile(
+    rf"(?<![\d./:-])((?:19[5-9]|20\d)\d){_NOT_A_YEAR_AFTER}[\s,]{{1,2}}$", re.I
 )
 _SPAN_UNITS = r"(days?|d|weeks?|wks?|months?|mos?|years?|yrs?)"
 _AMOUNT = rf"({_NUM}|(?:{'|'.join(_NUMBER_WORDS)}|a|an)\b)"
@@ -141,12 +157,19 @@ class TimePoint:
     start: int
     end: int
     earliest: dt.date | None = None
-    """First day of the period a month or a year alone names ("in 2026": Jan 1); `date` is
-    its middle. None when the day is written."""
+    """First day of the period a month, a season or a year alone names ("in 2026": Jan 1);
+    `date` is its middle. None when the day is written."""
+    latest: dt.date | None = None
+    """Last day of that period ("in 2026": Dec 31)."""
+
+    @property
+    def days(self) -> tuple[dt.date, dt.date]:
+        """The first and last day the event may have happened on."""
+        return self.earliest or self.date, self.latest or self.date
 
     def surely_after(self, day: dt.date) -> bool:
         """The whole period lies after `day` (a plan), not just its middle."""
-        return (self.earliest or self.date) > day
+        return self.days[0] > day
 
 
 def _number(text: str) -> float:
@@ -292,22 +315,12 @@ def _periods(text: str, dates: list[TimePoint]) -> list[Measured]:
     for first, second in pairwise(dates):
         if not _BETWEEN_DATES.fullmatch(text[first.end : second.start]):
             continue
-        (first_low, first_high), (second_low, second_high) = _days_of(first), _days_of(second)
+        (first_low, first_high), (second_low, second_high) = first.days, second.days
         high = (second_high - first_low).days
         if high > 0:
             low = max(0, (second_low - first_high).days)
             spans.append(Measured(low, high, "day", first.start, second.end))
     return spans
-
-
-def _days_of(point: TimePoint) -> tuple[dt.date, dt.date]:
-    """The first and last day a date may be: a month alone is any of its days."""
-    if point.earliest is None:
-        return point.date, point.date
-    if point.earliest.month != point.date.month:  # a year alone
-        return point.earliest, dt.date(point.earliest.year, 12, 31)
-    last = calendar.monthrange(point.earliest.year, point.earliest.month)[1]
-    return point.earliest, point.earliest.replace(day=last)
 
 
 def _run_from(first: Measured, values: list[Measured], text: str) -> list[Measured]:
@@ -330,8 +343,7 @@ def find_dates(text: str, today: dt.date | None) -> list[TimePoint]:
                 continue
             date = _to_date(match.groups(), order)
             if date is not None:
-                earliest = _period_start(date, order)
-                points.append(TimePoint(date, match.start(), match.end(), earliest))
+                points.append(TimePoint(date, *match.span(), *_period(date, order)))
                 taken.append(match.span())
     if today is not None:
         for match in _AGO.finditer(text):
@@ -368,12 +380,21 @@ def duration_right_after(text: str, position: int) -> tuple[float, int, int] | N
     return days, match.start(), match.end()
 
 
-def _period_start(date: dt.date, order: str) -> dt.date | None:
+def _period(date: dt.date, order: str) -> tuple[dt.date | None, dt.date | None]:
+    """The first and last day of what a date names when it names no day (None, None)."""
     if order == "y":
-        return dt.date(date.year, 1, 1)
+        return dt.date(date.year, 1, 1), dt.date(date.year, 12, 31)
     if order in ("My", "my", "ym"):
-        return date.replace(day=1)
-    return None
+        last = calendar.monthrange(date.year, date.month)[1]
+        return date.replace(day=1), date.replace(day=last)
+    if order in ("Sy", "Py"):
+        return date - dt.timedelta(days=45), date + dt.timedelta(days=45)
+    if order == "PMy":  # early 1-10, mid 11-20, late 21 to the month's end
+        last = calendar.monthrange(date.year, date.month)[1]
+        return date.replace(day=date.day - 4), date.replace(
+            day=last if date.day > 20 else date.day + 5
+        )
+    return None, None
 
 
 def _to_date(groups: tuple[str | None, ...], order: str) -> dt.date | None:
@@ -389,6 +410,9 @@ def _to_date(groups: tuple[str | None, ...], order: str) -> dt.date | None:
                 return dt.date(int(groups[2]), _MONTHS[groups[0].lower()], int(groups[1]))
             case "dMy":
                 return dt.date(int(groups[2]), _MONTHS[groups[1].lower()], int(groups[0]))
+            case "PMy":
+                day = _PART_OF_MONTH[groups[0].lower()]
+                return dt.date(int(groups[2]), _MONTHS[groups[1].lower()], day)  # its middle
             case "My":
                 return dt.date(int(groups[1]), _MONTHS[groups[0].lower()], 15)
             case "my":
@@ -398,6 +422,10 @@ def _to_date(groups: tuple[str | None, ...], order: str) -> dt.date | None:
             case "y":
                 year = int(groups[0])
                 return dt.date(year, 7, 1) if 1900 <= year <= 2100 else None
+            case "Sy":
+                return dt.date(int(groups[1]), *_SEASON_MIDDLE[groups[0].lower()])
+            case "Py":
+                return dt.date(int(groups[1]), *_PART_OF_YEAR[groups[0].lower()])
     except (ValueError, KeyError, TypeError):
         return None
     return None
@@ -409,6 +437,19 @@ _BARE_MONTH = re.compile(
     re.I,
 )
 _PART_OF_MONTH = {"early": 5, "mid": 15, "late": 25}
+
+
+def year_beside(text: str, start: int, end: int) -> TimePoint | None:
+    """A year written right after or right before a name, with nothing between: "inferior
+    STEMI 2017", "2017 STEMI" (not "STEMI 2000 mg", nor a number inside a date)."""
+    after = _YEAR_BESIDE.match(text, end)
+    before = _YEAR_BEFORE.search(text, max(0, start - 8), start)
+    found = after or before
+    if found is None:
+        return None
+    year = int(found.group(1))
+    middle = dt.date(year, 7, 1)
+    return TimePoint(middle, *found.span(1), *_period(middle, "y"))
 
 
 def month_only(text: str, today: dt.date) -> list[TimePoint]:

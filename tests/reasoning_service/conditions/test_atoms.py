@@ -671,3 +671,25 @@ def test_a_relative_change_is_in_percent_and_never_derived():
 def test_only_words_that_date_an_event_date_it(text, expected, read):
     case = make_case(text, doc_date="2026-02-01", as_of="2026-03-25")
     assert state(PCI_3_MONTHS, case, read) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("PCI in mid-December 2025.", H),  # Dec 11-20: 71-80 days before as_of
+        ("PCI in spring 2025.", F),
+        ("PCI 2023 at an outside hospital.", F),  # a year right beside the name dates it
+        ("2019 PCI to the RCA.", F),
+        ("PCI 2000 units heparin given.", N),  # a number with a unit is no year
+        ("PCI in 2025.", C),  # 60 to 424 days: partly inside the window
+        ("PCI in late 2025.", C),
+        ("PCI on 2026-01-20. An earlier PCI in 2025.", H),  # one occurrence inside is enough
+    ],
+)
+def test_a_period_dates_an_event_and_one_straddling_the_window_is_conflicting(text, expected, read):
+    assert state(PCI_3_MONTHS, make_case(text), read) is expected
+
+
+def test_a_year_at_either_end_of_a_facts_value_dates_it(read):
+    case = make_case("x", facts=[{"field": "pci", "value": "2019 PCI to the RCA"}])
+    assert state(PCI_3_MONTHS, case, read) is F
