@@ -4,6 +4,7 @@
 | ------ | ---------------- | ---------------- | ------------------------------------------- |
 | all_of | every child      | any child        | conflicting if any child is, else no evidence |
 | any_of | any child        | every child      | conflicting if any child is, else no evidence |
+| any_of, `same_fact` | any child, none failing | every child | conflicting if children disagree |
 | not    | the child fails  | the child holds  | unchanged                                   |
 
 `met` needs the tree to hold; `not_met` needs evidence that it fails; no evidence is
@@ -38,8 +39,10 @@ def combine(node: ConditionNode, states: Mapping[str, AtomState]) -> AtomState:
     match node:
         case AllOfConditions(all_of=children):
             return _all_of([combine(child, states) for child in children])
-        case AnyOfConditions(any_of=children, silent_children=silent):
+        case AnyOfConditions(any_of=children, silent_children=silent, same_fact=same_fact):
             results = [combine(child, states) for child in children]
+            if same_fact and {AtomState.HOLDS, AtomState.FAILS} <= set(results):
+                return AtomState.CONFLICTING  # two readings of one fact that disagree
             if silent == "fail" and AtomState.FAILS in results:
                 results = [AtomState.FAILS if r is AtomState.NO_EVIDENCE else r for r in results]
             return _any_of(results)

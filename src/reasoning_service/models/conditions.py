@@ -303,6 +303,10 @@ class AnyOfConditions(_Strict):
     mentions count as failed too (a reviewed choice for lists such as "documented
     hypertension, heart disease or stroke", where a record that goes through the list and
     names none of them shows none)."""
+    same_fact: bool = False
+    """The children are ways a record documents one fact, not alternatives ("no significant
+    improvement" stated, or a rating scale that barely moved): one that holds and one that
+    fails contradict each other, so the node is conflicting rather than holding."""
 
 
 class NotCondition(_Strict):

@@ -38,6 +38,14 @@ def test_all_of_and_any_of_follow_the_three_valued_table(a, b, all_of, any_of):
     assert combine(conditions({"any_of": [finding("a"), finding("b")]}).require, states) is any_of
 
 
+@pytest.mark.parametrize(
+    ("a", "b", "expected"), [(H, F, C), (H, N, H), (F, N, N), (F, F, F), (H, H, H)]
+)
+def test_readings_of_one_fact_that_disagree_are_conflicting_not_a_choice(a, b, expected):
+    node = conditions({"any_of": [finding("a"), finding("b")], "same_fact": True}).require
+    assert combine(node, {"a": a, "b": b}) is expected
+
+
 @pytest.mark.parametrize(("state", "negated"), [(H, F), (F, H), (N, N), (C, C)])
 def test_not_swaps_holds_and_fails_only(state, negated):
     assert combine(conditions({"not": finding("a")}).require, {"a": state}) is negated
