@@ -28,6 +28,7 @@ from reasoning_service.conditions.values import (
     measured_near,
     month_only,
     parse_measured,
+    year_at_either_end,
     year_beside,
 )
 from reasoning_service.conditions.vocabulary import normalise_words
@@ -826,7 +827,7 @@ def _timing_near(mention: Mention, reading: CaseReading, reference: dt.date) -> 
         if not _date_of(mention, point.start) or point.surely_after(written):
             continue  # a date after the note was written is a plan, not when it happened
         distance = min(abs(point.start - mention.end), abs(mention.start - point.end))
-        candidates.append((distance, _days_before(point, reference)))
+        candidates.append((distance, _days_before(point, reference, written)))
     for days, start, end in find_durations(sentence.text):
         distance = min(abs(start - mention.end), abs(mention.start - end))
         candidates.append((distance, (days + (reference - written).days, None)))
@@ -835,18 +836,15 @@ def _timing_near(mention: Mention, reading: CaseReading, reference: dt.date) -> 
         candidates.append((0, (right_after[0] + (reference - written).days, None)))
     if not candidates:
         return None
-    return min(candidates, key=lambda candidate: candidate[0])[1]
+    return min(candidates, key=lambda candidate: (candidate[0], candidate[1][0]))[1]
 
 
-def _years_of(value: str) -> list[TimePoint]:
-    """A year at either end of a fact's value dates the fact's event ("2017 inferior STEMI")."""
-    point = year_beside(value, 0, 0) or year_beside(value, len(value), len(value))
-    return [point] if point is not None else []
-
-
-def _days_before(point: TimePoint, reference: dt.date) -> _Timing:
+def _days_before(point: TimePoint, reference: dt.date, written: dt.date) -> _Timing:
+    """Days before `reference`; a period that runs past the day the record was written ends
+    there, since what it reports had happened by then ("PCI in 2026", written in March)."""
     first, last = point.days
-    days = float((reference - point.date).days)
+    last = max(first, min(last, written))
+    days = float((reference - min(point.date, last)).days)
     if first == last:
         return days, None
     return days, (float((reference - last).days), float((reference - first).days))
@@ -926,15 +924,16 @@ def _fact_elapsed(
     if isinstance(value, str):
         if fact_presence(view, reading) is False:
             return [_Elapsed(None, evidence, note, trusted, view.date)]
-        dates = find_dates(value, written) or _years_of(value)
+        year = year_at_either_end(value)
+        dates = find_dates(value, written) or ([year] if year is not None else [])
         if dates:
-            days, span = _days_before(dates[0], reference)
+            days, span = _days_before(dates[0], reference, written)
             return [_Elapsed(days, evidence, note, trusted, view.date, span)]
     quoted = find_dates(evidence.quote, written) if evidence.doc_id else []
     if quoted:
         # The sentence the fact was read from dates the event: the document wins over a
         # duration an extractor computed from it, whatever day it counted to.
-        days, span = _days_before(quoted[0], reference)
+        days, span = _days_before(quoted[0], reference, written)
         quote_note = f"{note} ({evidence.quote})"
         return [_Elapsed(days, evidence, quote_note, trusted, view.date, span)]
     for measured in _fact_measures(view, reading, trends=False):

@@ -25,6 +25,7 @@ __all__ = [
     "measured_near",
     "month_only",
     "parse_measured",
+    "year_at_either_end",
     "year_beside",
 ]
 
@@ -108,6 +109,8 @@ _NOT_A_YEAR_AFTER = (
     r"|ms|msec|hrs?|h|min|sec|s|mmhg|x)\b))"
 )
 _YEAR_BESIDE = re.compile(rf"[\s(,]{{0,3}}((?:19[5-9]|20\d)\d){_NOT_A_YEAR_AFTER}", re.I)
+_YEAR_AT_START = re.compile(rf"\s*\(?((?:19[5-9]|20\d)\d){_NOT_A_YEAR_AFTER}", re.I)
+_YEAR_AT_END = re.compile(r"(?<![\d./:-])((?:19[5-9]|20\d)\d)\)?\.?\s*$")
 _YEAR_BEFORE = re.compile(
     rf"(?<![\d./:-])((?:19[5-9]|20\d)\d){_NOT_A_YEAR_AFTER}[\s,]{{1,2}}$", re.I
 )
@@ -437,6 +440,16 @@ _BARE_MONTH = re.compile(
     re.I,
 )
 _PART_OF_MONTH = {"early": 5, "mid": 15, "late": 25}
+
+
+def year_at_either_end(text: str) -> TimePoint | None:
+    """A year that opens or closes a short text such as a fact's value ("2017 inferior STEMI",
+    "inferior STEMI (2017)")."""
+    found = _YEAR_AT_START.match(text) or _YEAR_AT_END.search(text)
+    if found is None:
+        return None
+    middle = dt.date(int(found.group(1)), 7, 1)
+    return TimePoint(middle, *found.span(1), *_period(middle, "y"))
 
 
 def year_beside(text: str, start: int, end: int) -> TimePoint | None:

@@ -690,6 +690,12 @@ def test_a_period_dates_an_event_and_one_straddling_the_window_is_conflicting(te
     assert state(PCI_3_MONTHS, make_case(text), read) is expected
 
 
-def test_a_year_at_either_end_of_a_facts_value_dates_it(read):
-    case = make_case("x", facts=[{"field": "pci", "value": "2019 PCI to the RCA"}])
+@pytest.mark.parametrize("value", ["2019 PCI to the RCA", "PCI to the RCA (2019)"])
+def test_a_year_at_either_end_of_a_facts_value_dates_it(value, read):
+    case = make_case("x", facts=[{"field": "pci", "value": value}])
     assert state(PCI_3_MONTHS, case, read) is F
+
+
+def test_a_period_that_runs_past_the_note_ends_on_the_day_it_was_written(read):
+    case = make_case("PCI in 2026.", doc_date="2026-02-20", as_of="2026-03-01")
+    assert state(PCI_3_MONTHS, case, read) is H  # Jan 1 to Feb 20: inside three months
