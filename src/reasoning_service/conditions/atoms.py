@@ -267,9 +267,8 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
     names = reading.names(atom.concept, atom.aliases)
     present_says = _Says.HOLDS if atom.expect == "present" else _Says.FAILS
     absent_says = _Says.FAILS if atom.expect == "present" else _Says.HOLDS
-    on_topic = _topic_test(atom, reading)
     observations: list[_Observation] = []
-    named = [view for view in reading.facts_named(names, atom.codes) if on_topic(_fact_text(view))]
+    named = [v for v in reading.facts_named(names, atom.codes) if _on_topic(atom, reading, v)]
     for view in named:
         is_present = fact_presence(view, reading)
         if is_present is None:
@@ -291,7 +290,7 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
         if view in named or not isinstance(view.fact.value, str):
             continue
         spans = reading.find_in(view.fact.value, names)
-        if not spans or not on_topic(_fact_text(view)):
+        if not spans or not _on_topic(atom, reading, view):
             continue
         stance = reading.context.stances(view.fact.value, spans)[0]
         if not stance.about_patient:
@@ -309,7 +308,7 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
     for mention in _about(reading.mentions(names)):
         if _planned(mention, reading):
             continue  # "visit on 04/08/2026" after the case's date: a plan, not a finding
-        if not on_topic(mention.sentence.text):
+        if not _on_topic(atom, reading, mention.sentence.text):
             continue
         if mention.stance.possible and not mention.stance.negated:
             says = _Says.VAGUE
@@ -319,18 +318,15 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
     return observations + _denials(atom, reading, min_confidence, absent_says)
 
 
-def _topic_test(atom: FindingAtom, reading: CaseReading) -> Callable[[str], bool]:
-    """Whether a text names what the finding is about (any text, when it names no topic)."""
+def _on_topic(atom: FindingAtom, reading: CaseReading, where: str | FactView) -> bool:
+    """Whether a sentence, or a fact's name, value and quote, names what the finding is about
+    (always, when the finding names no topic)."""
     if not atom.topic:
-        return lambda text: True
-    topic = tuple(atom.topic)
-    return lambda text: bool(reading.find_in(text, topic))
-
-
-def _fact_text(view: FactView) -> str:
-    """A fact's name, value and quote: where its topic would be named."""
-    quote = view.fact.source.quote if view.fact.source is not None else ""
-    return " ".join([" ".join(view.every_word), _category_text(view.fact.value), quote or ""])
+        return True
+    if isinstance(where, FactView):
+        quote = where.fact.source.quote if where.fact.source is not None else ""
+        where = " ".join([*where.every_word, _category_text(where.fact.value), quote or ""])
+    return bool(reading.find_in(where, tuple(atom.topic)))
 
 
 def _said_in(mention: Mention, says: _Says) -> _Observation:
@@ -924,8 +920,7 @@ def _fact_elapsed(
     if isinstance(value, str):
         if fact_presence(view, reading) is False:
             return [_Elapsed(None, evidence, note, trusted, view.date)]
-        year = year_at_either_end(value)
-        dates = find_dates(value, written) or ([year] if year is not None else [])
+        dates = find_dates(value, written) or year_at_either_end(value)
         if dates:
             days, span = _days_before(dates[0], reference, written)
             return [_Elapsed(days, evidence, note, trusted, view.date, span)]

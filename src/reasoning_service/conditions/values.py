@@ -442,26 +442,23 @@ _BARE_MONTH = re.compile(
 _PART_OF_MONTH = {"early": 5, "mid": 15, "late": 25}
 
 
-def year_at_either_end(text: str) -> TimePoint | None:
+def year_at_either_end(text: str) -> list[TimePoint]:
     """A year that opens or closes a short text such as a fact's value ("2017 inferior STEMI",
-    "inferior STEMI (2017)")."""
+    "inferior STEMI (2017)"), as a one-item list (empty without one)."""
     found = _YEAR_AT_START.match(text) or _YEAR_AT_END.search(text)
-    if found is None:
-        return None
-    middle = dt.date(int(found.group(1)), 7, 1)
-    return TimePoint(middle, *found.span(1), *_period(middle, "y"))
+    return [] if found is None else [_year_point(found)]
 
 
 def year_beside(text: str, start: int, end: int) -> TimePoint | None:
     """A year written right after or right before a name, with nothing between: "inferior
     STEMI 2017", "2017 STEMI" (not "STEMI 2000 mg", nor a number inside a date)."""
-    after = _YEAR_BESIDE.match(text, end)
-    before = _YEAR_BEFORE.search(text, max(0, start - 8), start)
-    found = after or before
-    if found is None:
-        return None
-    year = int(found.group(1))
-    middle = dt.date(year, 7, 1)
+    found = _YEAR_BESIDE.match(text, end) or _YEAR_BEFORE.search(text, max(0, start - 8), start)
+    return None if found is None else _year_point(found)
+
+
+def _year_point(found: re.Match[str]) -> TimePoint:
+    """The whole year a match's first group names, dated at its middle."""
+    middle = dt.date(int(found.group(1)), 7, 1)
     return TimePoint(middle, *found.span(1), *_period(middle, "y"))
 
 
