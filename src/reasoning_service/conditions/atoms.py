@@ -99,6 +99,10 @@ def evaluate_atom(atom: Atom, reading: CaseReading, min_confidence: float) -> At
     if isinstance(atom, FindingAtom) and not observations and atom.when_silent == "absent":
         state = AtomState.HOLDS if atom.expect == "absent" else AtomState.FAILS
         return AtomVerdict(state, "not mentioned anywhere: taken as absent", [], by_silence=True)
+    if isinstance(atom, TimeWindowAtom) and not observations and atom.when_undated == "holds":
+        return AtomVerdict(
+            AtomState.HOLDS, "no dates to check: order taken as kept", [], by_silence=True
+        )
     return _settle(observations)
 
 

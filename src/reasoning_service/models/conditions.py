@@ -235,6 +235,11 @@ class TimeWindowAtom(_AtomBase):
     unit: Literal["days", "weeks", "months", "years"]
     reference: _Concept | None = None
     """Measure to this event's date instead of the case's `as_of`."""
+    when_undated: Literal["no_evidence", "holds"] = "no_evidence"
+    """What a case that never dates the event against the reference shows. `holds` is a
+    reviewed choice for an order ("educated before first use") whose events other atoms
+    already require: a record seldom dates both, and only dated evidence of the wrong order
+    should fail it."""
 
     @model_validator(mode="after")
     def _check_between(self) -> TimeWindowAtom:

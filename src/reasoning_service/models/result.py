@@ -100,7 +100,8 @@ class AtomResult(_Contract):
     applicability: bool = False
     """True for atoms of the criterion's `applies_if` precondition."""
     by_silence: bool = False
-    """Decided because the case never mentions the concept (the atom's reviewed `when_silent`)."""
+    """Decided because the case is silent: it never mentions the concept (`when_silent`) or
+    never dates an ordered pair of events (`when_undated`), by the atom's reviewed choice."""
 
 
 class StepKind(StrEnum):

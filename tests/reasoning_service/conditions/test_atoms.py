@@ -221,6 +221,43 @@ def test_a_time_window_is_measured_back_from_as_of(text, expected, read):
     assert state(PCI_3_MONTHS, make_case(text, doc_date="2026-03-01"), read) is expected
 
 
+TRAINED_BEFORE_USE = TimeWindowAtom(
+    kind="time_window",
+    id="trained_first",
+    label="Trained before first use",
+    concept="device training",
+    aliases=["trained on the device"],
+    relation="between",
+    amount=0,
+    amount_max=5,
+    unit="years",
+    reference={"concept": "first use", "aliases": ["started using"]},
+    when_undated="holds",
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "by_silence"),
+    [
+        ("02/02/2026: trained on the device. 02/03/2026: started using it.", H, False),
+        ("02/03/2026: started using it. 02/09/2026: trained on the device.", F, False),
+        ("Trained on the device. Started using it the same week.", H, True),
+        ("02/03/2026: started using it. Trained on the device.", H, True),
+        (  # one training before first use is enough; a refresher later does not undo it
+            "02/02/2026: trained on the device. 02/03/2026: started using it. "
+            "02/20/2026: trained on the device again.",
+            H,
+            False,
+        ),
+    ],
+)
+def test_an_order_requirement_fails_only_on_dates_that_break_the_order(
+    text, expected, by_silence, read
+):
+    verdict = evaluate_atom(TRAINED_BEFORE_USE, read(make_case(text)), 0.7)
+    assert (verdict.state, verdict.by_silence) == (expected, by_silence)
+
+
 def test_a_duration_counts_from_the_note_date_to_as_of(read):
     pain = TimeWindowAtom(
         kind="time_window",
