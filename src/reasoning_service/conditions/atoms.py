@@ -972,6 +972,11 @@ def _event_dates(event: Concept, reading: CaseReading) -> list[dt.date]:
 
 _WINDOW_AFTER = 40
 _WINDOW_BEFORE = 25
+_NEW_CLAUSE = re.compile(
+    r"\b(?:after|before|while|when|since|upon)\s+[a-z]+ing\b|\bbecause\b", re.IGNORECASE
+)
+"""Words that open another clause: in "ordered by me after reviewing neurology records" the
+value of "ordered by" ends before "after" ("back pain since 2023 - mechanical" goes on)."""
 
 
 def _category(
@@ -1032,9 +1037,13 @@ def _nearest_value(
     after_start = mention.end
     before_start = max(0, mention.start - _WINDOW_BEFORE)
     candidates: list[tuple[int, str]] = []
+    after = text[after_start : after_start + 2 * _WINDOW_AFTER]
+    clause_end = _NEW_CLAUSE.search(after)
+    if clause_end is not None:
+        after = after[: clause_end.start()]
     for value, words in value_names.items():
-        after = text[after_start : after_start + _WINDOW_AFTER]
-        candidates += [(start, value) for start, _ in reading.find_in(after, words)]
+        starts = [start for start, _ in reading.find_in(after, words) if start < _WINDOW_AFTER]
+        candidates += [(start, value) for start in starts]
         before = text[before_start : mention.start]
         candidates += [
             (mention.start - (before_start + end), value)
