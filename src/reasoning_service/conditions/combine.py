@@ -4,7 +4,7 @@
 | ------ | ---------------- | ---------------- | ------------------------------------------- |
 | all_of | every child      | any child        | conflicting if any child is, else no evidence |
 | any_of | any child        | every child      | conflicting if any child is, else no evidence |
-| any_of, `same_fact` | any child, none failing | every child | conflicting if children disagree |
+| any_of, `same_fact` | any child, none failing or conflicting | every child | conflicting if children disagree |
 | not    | the child fails  | the child holds  | unchanged                                   |
 
 `met` needs the tree to hold; `not_met` needs evidence that it fails; no evidence is
@@ -41,8 +41,8 @@ def combine(node: ConditionNode, states: Mapping[str, AtomState]) -> AtomState:
             return _all_of([combine(child, states) for child in children])
         case AnyOfConditions(any_of=children, silent_children=silent, same_fact=same_fact):
             results = [combine(child, states) for child in children]
-            if same_fact and {AtomState.HOLDS, AtomState.FAILS} <= set(results):
-                return AtomState.CONFLICTING  # two readings of one fact that disagree
+            if same_fact and AtomState.HOLDS in results and _doubted(results):
+                return AtomState.CONFLICTING  # another reading of the fact denies or doubts it
             if silent == "fail" and AtomState.FAILS in results:
                 results = [AtomState.FAILS if r is AtomState.NO_EVIDENCE else r for r in results]
             return _any_of(results)
@@ -83,6 +83,10 @@ def _undecided(children: list[AtomState]) -> AtomState:
     if AtomState.CONFLICTING in children:
         return AtomState.CONFLICTING
     return AtomState.NO_EVIDENCE
+
+
+def _doubted(children: list[AtomState]) -> bool:
+    return AtomState.FAILS in children or AtomState.CONFLICTING in children
 
 
 def _negate(state: AtomState) -> AtomState:

@@ -311,7 +311,8 @@ class AnyOfConditions(_Strict):
     same_fact: bool = False
     """The children are ways a record documents one fact, not alternatives ("no significant
     improvement" stated, or a rating scale that barely moved): one that holds and one that
-    fails contradict each other, so the node is conflicting rather than holding."""
+    fails (or is itself conflicting) contradict or doubt each other, so the node is
+    conflicting rather than holding."""
 
 
 class NotCondition(_Strict):
