@@ -4,7 +4,7 @@
 | ------ | ---------------- | ---------------- | ------------------------------------------- |
 | all_of | every child      | any child        | conflicting if any child is, else no evidence |
 | any_of | any child        | every child      | conflicting if any child is, else no evidence |
-| any_of, `same_fact` | any child, none failing or conflicting | every child | conflicting if children disagree |
+| any_of, `same_fact` | any child, none failing or conflicting | any child, none holding or conflicting | conflicting if children disagree |
 | not    | the child fails  | the child holds  | unchanged                                   |
 
 `met` needs the tree to hold; `not_met` needs evidence that it fails; no evidence is
@@ -43,7 +43,7 @@ def combine(node: ConditionNode, states: Mapping[str, AtomState]) -> AtomState:
             results = [combine(child, states) for child in children]
             if same_fact and AtomState.HOLDS in results and _doubted(results):
                 return AtomState.CONFLICTING  # another reading of the fact denies or doubts it
-            if silent == "fail" and AtomState.FAILS in results:
+            if (silent == "fail" or same_fact) and AtomState.FAILS in results:
                 results = [AtomState.FAILS if r is AtomState.NO_EVIDENCE else r for r in results]
             return _any_of(results)
         case NotCondition(not_=child):

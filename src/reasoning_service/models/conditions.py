@@ -312,7 +312,7 @@ class AnyOfConditions(_Strict):
     """The children are ways a record documents one fact, not alternatives ("no significant
     improvement" stated, or a rating scale that barely moved): one that holds and one that
     fails (or is itself conflicting) contradict or doubt each other, so the node is
-    conflicting rather than holding."""
+    conflicting rather than holding; one that fails while the others are silent fails it."""
 
 
 class NotCondition(_Strict):

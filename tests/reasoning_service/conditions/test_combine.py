@@ -40,7 +40,7 @@ def test_all_of_and_any_of_follow_the_three_valued_table(a, b, all_of, any_of):
 
 @pytest.mark.parametrize(
     ("a", "b", "expected"),
-    [(H, F, C), (H, C, C), (H, N, H), (F, N, N), (F, F, F), (H, H, H), (F, C, C)],
+    [(H, F, C), (H, C, C), (H, N, H), (F, N, F), (F, F, F), (H, H, H), (F, C, C), (N, N, N)],
 )
 def test_readings_of_one_fact_that_disagree_are_conflicting_not_a_choice(a, b, expected):
     node = conditions({"any_of": [finding("a"), finding("b")], "same_fact": True}).require
