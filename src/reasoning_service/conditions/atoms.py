@@ -69,6 +69,8 @@ class _Observation:
     trusted: bool = True
     """False for a fact below the confidence threshold."""
     date: dt.date | None = None
+    name: str | None = None
+    """The words of a mention that named the concept (None for a fact)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,10 +188,20 @@ def _presence_wins(observations: list[_Observation]) -> list[_Observation]:
     """For an absence: one trusted statement that the thing is present settles it (fails).
 
     An absence atom often names several conditions ("no metastatic, inflammatory or infectious
-    cause"): "no cauda equina" does not contradict "metastases to L2".
+    cause"): "no cauda equina" does not contradict "metastases to L2". The same name both
+    denied and affirmed ("no significant improvement" in one note, "a clinically significant
+    improvement" in another) is a conflict.
     """
     present = [o for o in observations if o.says is _Says.FAILS and o.trusted]
-    return present or observations
+    if not present:
+        return observations
+    named = [o.name for o in present if o.name]
+    denied_alike = [
+        o
+        for o in observations
+        if o.says is _Says.HOLDS and o.name and any(o.name in n or n in o.name for n in named)
+    ]
+    return present + denied_alike
 
 
 def _any_occurrence(observations: list[_Observation]) -> list[_Observation]:
@@ -336,7 +348,11 @@ def _on_topic(atom: FindingAtom, reading: CaseReading, where: str | FactView) ->
 def _said_in(mention: Mention, says: _Says) -> _Observation:
     word = "negated" if mention.stance.negated else "mentioned"
     return _Observation(
-        says, mention.sentence.evidence(), f"{mention.text!r} {word}", date=mention.sentence.date
+        says,
+        mention.sentence.evidence(),
+        f"{mention.text!r} {word}",
+        date=mention.sentence.date,
+        name=mention.text.lower(),
     )
 
 

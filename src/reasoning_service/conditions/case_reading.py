@@ -483,7 +483,7 @@ class CaseReading:
                 stance = by_name if _negates_itself(sentence.text[start:end]) else by_name | by_head
                 if clause != sentence.text and _declined(clause, start, end):
                     stance = Stance(negated=True, family=stance.family)  # "ECT discussed; declined"
-                if stance.negated and _RECURRENCE.match(sentence.text, end):
+                if stance.negated and _denies_recurrence(sentence.text, start, end):
                     # "no myocardial infarction since 2024": denies a new one, affirms the old
                     stance = Stance(
                         family=stance.family,
@@ -596,6 +596,14 @@ _RECURRENCE = re.compile(
     r"\s*since\s+(?:\d|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|the\b|then\b|that\b)",
     re.I,
 )
+_AGAIN = re.compile(r"\b(?:further|recurrent|repeat)\b[^,;.]{0,12}$", re.I)
+"""Right before a denied name: "no further VT/VF after day 1" says the first one happened."""
+
+
+def _denies_recurrence(text: str, start: int, end: int) -> bool:
+    return bool(_RECURRENCE.match(text, end) or _AGAIN.search(text, max(0, start - 40), start))
+
+
 _SELF_NEGATION = re.compile(
     r"\b(?:no|not|non|never|negative|without|unable|fail(?:ed|s)?|un\w+)\b", re.I
 )

@@ -4,8 +4,10 @@
 | ------ | ---------------- | ---------------- | ------------------------------------------- |
 | all_of | every child      | any child        | conflicting if any child is, else no evidence |
 | any_of | any child        | every child      | conflicting if any child is, else no evidence |
-| any_of, `same_fact` | any child, none failing or conflicting | any child, none holding or conflicting | conflicting if children disagree |
 | not    | the child fails  | the child holds  | unchanged                                   |
+
+An `any_of` marked `same_fact` holds when a child holds and none fails or is conflicting,
+and fails when a child fails and none holds or is conflicting; otherwise as above.
 
 `met` needs the tree to hold; `not_met` needs evidence that it fails; no evidence is
 `missing_info`; conflicting evidence is `uncertain`.
