@@ -67,8 +67,9 @@ class Vocabulary(BaseModel):
     """Words that make a field name about a relative (`family`, `fhx`, `mother`): such a fact
     is not the patient's unless the atom itself asks about relatives."""
     outcome_words: list[str] = Field(default_factory=list)
-    """Words for what came of a thing (`response`, `improvement`, `side effects`): in
-    "Sertraline 8 weeks: no response" the negation is of the outcome, not of sertraline."""
+    """Words for what came of a thing (`response`, `improvement`, `side effects`) or what
+    is judged of it (`contraindication`): in "Sertraline 8 weeks: no response" and "no
+    contraindication to rTMS" the negation is of the outcome, not of the thing."""
 
     def expand(self, names: list[str]) -> list[str]:
         """`names` plus every member of a synonym group that one of them belongs to."""
