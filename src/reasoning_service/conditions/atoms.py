@@ -195,13 +195,24 @@ def _presence_wins(observations: list[_Observation]) -> list[_Observation]:
     present = [o for o in observations if o.says is _Says.FAILS and o.trusted]
     if not present:
         return observations
-    named = [o.name for o in present if o.name]
+    named = [_words(o) for o in present if o.name]
     denied_alike = [
         o
         for o in observations
-        if o.says is _Says.HOLDS and o.name and any(o.name in n or n in o.name for n in named)
+        if o.says is _Says.HOLDS and o.name and any(_alike(_words(o), n) for n in named)
     ]
     return present + denied_alike
+
+
+def _words(observation: _Observation) -> frozenset[str]:
+    """A name's words, a plural as its singular (as names match in text)."""
+    return frozenset(word.removesuffix("s") for word in normalise_words(observation.name or ""))
+
+
+def _alike(words: frozenset[str], other: frozenset[str]) -> bool:
+    """Whether one name's words hold all of the other's ("significant improvement" and
+    "clinically significant improvement"; not "MI" and "STEMI", whose letters only overlap)."""
+    return words <= other or other <= words
 
 
 def _any_occurrence(observations: list[_Observation]) -> list[_Observation]:

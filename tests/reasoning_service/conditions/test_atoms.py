@@ -390,6 +390,10 @@ def test_an_absence_of_several_conditions_fails_on_one_that_is_present(read):
     # the same name denied in one note and affirmed in another is a conflict, not a presence
     case = make_case("No metastases on CT.", "Bone scan: metastases to L2.")
     assert state(cause, case, read) is C
+    no_mi = FindingAtom(
+        kind="finding", id="no_mi", label="No MI", concept="MI", aliases=["STEMI"], expect="absent"
+    )
+    assert state(no_mi, make_case("No acute MI this admission.", "Inferior STEMI 2017."), read) is F
 
 
 @pytest.mark.parametrize(
