@@ -195,24 +195,25 @@ def _presence_wins(observations: list[_Observation]) -> list[_Observation]:
     present = [o for o in observations if o.says is _Says.FAILS and o.trusted]
     if not present:
         return observations
-    named = [_words(o) for o in present if o.name]
+    affirmed = [_words(o.name) for o in present if o.name]
     denied_alike = [
         o
         for o in observations
-        if o.says is _Says.HOLDS and o.name and any(_alike(_words(o), n) for n in named)
+        if o.says is _Says.HOLDS and o.name and _alike(_words(o.name), affirmed)
     ]
     return present + denied_alike
 
 
-def _words(observation: _Observation) -> frozenset[str]:
+def _words(name: str) -> frozenset[str]:
     """A name's words, a plural as its singular (as names match in text)."""
-    return frozenset(word.removesuffix("s") for word in normalise_words(observation.name or ""))
+    return frozenset(word.removesuffix("s") for word in normalise_words(name))
 
 
-def _alike(words: frozenset[str], other: frozenset[str]) -> bool:
-    """Whether one name's words hold all of the other's ("significant improvement" and
-    "clinically significant improvement"; not "MI" and "STEMI", whose letters only overlap)."""
-    return words <= other or other <= words
+def _alike(words: frozenset[str], others: list[frozenset[str]]) -> bool:
+    """Whether one name's words hold all of another's, or the reverse ("significant
+    improvement" and "clinically significant improvement"; not "MI" and "STEMI", whose
+    letters only overlap)."""
+    return any(words <= other or other <= words for other in others)
 
 
 def _any_occurrence(observations: list[_Observation]) -> list[_Observation]:
@@ -363,7 +364,7 @@ def _said_in(mention: Mention, says: _Says) -> _Observation:
         mention.sentence.evidence(),
         f"{mention.text!r} {word}",
         date=mention.sentence.date,
-        name=mention.text.lower(),
+        name=mention.text,
     )
 
 
@@ -1068,10 +1069,10 @@ def _nearest_value(
     clause_end = _NEW_CLAUSE.search(after)
     if clause_end is not None:
         after = after[: clause_end.start()]
+    before = text[before_start : mention.start]
     for value, words in value_names.items():
         starts = [start for start, _ in reading.find_in(after, words) if start < _WINDOW_AFTER]
         candidates += [(start, value) for start in starts]
-        before = text[before_start : mention.start]
         candidates += [
             (mention.start - (before_start + end), value)
             for _, end in reading.find_in(before, words)
