@@ -571,7 +571,7 @@ def _values(
                         view.evidence(),
                         view.fact.field,
                         _trusted(view, min_confidence),
-                        view.date,
+                        _fact_measured_on(view, measured, reading) or view.date,
                         measured.approximate,
                     )
                 )
@@ -645,6 +645,15 @@ def _measured_on(text: str, measured: Measured, written: dt.date) -> dt.date | N
     if not points:
         return None
     return min(points, key=lambda p: abs(p.start - measured.end)).date
+
+
+def _fact_measured_on(view: FactView, measured: Measured, reading: CaseReading) -> dt.date | None:
+    """The date a fact's quote gives its value ("EF 55% in 2021"), as for a mention's."""
+    quote = view.fact.source.quote if view.fact.source is not None else ""
+    for written in parse_measured(quote, reading.vocabulary):
+        if (written.low, written.high) == (measured.low, measured.high):
+            return _measured_on(quote, written, view.date or reading.as_of)
+    return None
 
 
 def _qualified(mention: Mention, words: tuple[str, ...], reading: CaseReading) -> bool:

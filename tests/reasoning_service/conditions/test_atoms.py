@@ -149,6 +149,30 @@ def test_a_fact_that_its_own_sentence_contradicts_gives_way_to_the_document(read
     assert state(EF, case, read) is F
 
 
+LATEST_EF = EF.model_copy(update={"select": "latest"})
+
+
+def test_the_latest_measurement_decides_when_the_atom_selects_it(read):
+    case = make_case("Echo today: LVEF 30%. Echo in 2021 showed LVEF 55%.")
+    assert state(EF, case, read) is C
+    assert state(LATEST_EF, case, read) is H
+
+
+def test_a_fact_whose_quote_dates_its_value_is_as_old_as_that_date(read):
+    """The note is new; the value it quotes ("EF 55% in 2021") is not."""
+    case = make_case(
+        "Echo today: LVEF 30%.",
+        facts=[
+            {
+                "field": "echo.EF",
+                "value": 55,
+                "source": {"doc_id": "note-1", "page": 1, "quote": "EF 55% in 2021"},
+            }
+        ],
+    )
+    assert state(LATEST_EF, case, read) is H
+
+
 def test_a_fact_taken_from_a_relatives_history_is_set_aside(read):
     case = make_case(
         "Family history: father had a stroke at 71.",
