@@ -562,19 +562,7 @@ def _values(
     for view in reading.facts_named(names, concept.codes):
         if other and reading.find_in(" ".join(view.every_word), other):
             continue  # `residualAHI`, `goal_weight`: another measurement of the same name
-        for measured in _fact_measures(view, reading, _reads_trends(concept)):
-            converted = _in_unit(measured, unit, concept)
-            if converted is not None:
-                values.append(
-                    _Value(
-                        *converted,
-                        view.evidence(),
-                        view.fact.field,
-                        _trusted(view, min_confidence),
-                        _fact_measured_on(view, measured, reading) or view.date,
-                        measured.approximate,
-                    )
-                )
+        values += _fact_values(view, concept, unit, reading, min_confidence)
     read: set[tuple[int, int]] = set()
     for mention in _about(reading.mentions(names)):
         if mention.stance.negated or _qualified(mention, other, reading):
@@ -595,6 +583,51 @@ def _values(
             if concept.read_in == "next_to_name":
                 break
     return values
+
+
+def _fact_values(
+    view: FactView,
+    concept: QuantityAtom | QuantityInput,
+    unit: str,
+    reading: CaseReading,
+    min_confidence: float,
+) -> list[_Value]:
+    """A fact's values; where its own quote gives other numbers in the unit ("days used
+    >=4h: 61/84 (73%)" for a value of 37), the quote's: the document wins, as for findings."""
+    trusted = _trusted(view, min_confidence)
+    values = []
+    for measured in _fact_measures(view, reading, _reads_trends(concept)):
+        converted = _in_unit(measured, unit, concept)
+        if converted is not None:
+            date = _fact_measured_on(view, measured, reading) or view.date
+            values.append(
+                _Value(
+                    *converted,
+                    view.evidence(),
+                    view.fact.field,
+                    trusted,
+                    date,
+                    measured.approximate,
+                )
+            )
+    quote = view.fact.source.quote if view.fact.source is not None else ""
+    written = [] if _reads_trends(concept) else parse_measured(quote, reading.vocabulary)
+    quoted = [q for m in written if m.unit and (q := m.in_unit(unit)) is not None]
+    if not values or not quoted or any(_same(v, m, unit) for v in values for m in written):
+        return values
+    return [
+        _Value(*q, view.evidence(), f"{view.fact.field} (its quote)", trusted, view.date)
+        for q in quoted
+    ]
+
+
+def _same(value: _Value, written: Measured, unit: str) -> bool:
+    """Whether the quote writes this value, up to the rounding of a converted number."""
+    quoted = written.in_unit(unit)
+    return quoted is not None and all(
+        abs(a - b) <= max(0.02 * abs(b), 0.05)
+        for a, b in ((value.low, quoted[0]), (value.high, quoted[1]))
+    )
 
 
 def _belonging_to(

@@ -816,3 +816,32 @@ def test_a_year_at_either_end_of_a_facts_value_dates_it(value, read):
 def test_a_period_that_runs_past_the_note_ends_on_the_day_it_was_written(read):
     case = make_case("PCI in 2026.", doc_date="2026-02-20", as_of="2026-03-01")
     assert state(PCI_3_MONTHS, case, read) is H  # Jan 1 to Feb 20: inside three months
+
+
+def test_a_fact_is_read_as_its_own_quote_writes_it(read):
+    """An extractor's 37 from "days used >=4h: 61/84 (73%)" is the document's 73."""
+    adherence = EF.model_copy(update={"aliases": ["adherence"], "comparator": ">=", "value": 70})
+    case = make_case(
+        "Download: adherence 73% of nights.",
+        facts=[
+            {
+                "field": "cpap.adherence_pct",
+                "value": 37,
+                "source": {"doc_id": "note-1", "page": 1, "quote": "days used >=4h: 61/84 (73%)"},
+            }
+        ],
+    )
+    assert state(adherence, case, read) is H
+
+
+def test_a_fact_agreeing_with_any_number_of_its_quote_stands(read):
+    case = make_case(
+        facts=[
+            {
+                "field": "echo.lvef",
+                "value": 30,
+                "source": {"doc_id": "note-1", "page": 1, "quote": "LVEF 30 (down 10%)"},
+            }
+        ],
+    )
+    assert state(EF, case, read) is H
