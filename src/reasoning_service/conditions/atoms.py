@@ -635,9 +635,12 @@ def _belonging_to(
 ) -> list[Measured]:
     text = mention.sentence.text
     periods, trends = _is_period(concept.unit), _reads_trends(concept)
+    today = mention.sentence.date or reading.as_of
     if concept.read_in == "sentence":
-        return parse_measured(text, reading.vocabulary, periods, trends)
-    return measured_near(text, mention.start, mention.end, reading.vocabulary, periods, trends)
+        return parse_measured(text, reading.vocabulary, periods, trends, today)
+    return measured_near(
+        text, mention.start, mention.end, reading.vocabulary, periods, trends, today
+    )
 
 
 def _reads_trends(concept: QuantityAtom | QuantityInput) -> bool:

@@ -202,12 +202,17 @@ def _unit_after(text: str, position: int, vocabulary: Vocabulary) -> tuple[str |
 
 
 def parse_measured(
-    text: str, vocabulary: Vocabulary, periods: bool = False, trends: bool = False
+    text: str,
+    vocabulary: Vocabulary,
+    periods: bool = False,
+    trends: bool = False,
+    today: dt.date | None = None,
 ) -> list[Measured]:
     """Every number or range in `text` with its unit (feet and inches become inches); with
-    `periods`, a span between two dates too, as days ("10/2025-01/2026": 62 to 122 days).
-    With `trends`, only the changes a text reports, as percent of the first value
-    ("score 21 -> 20": -4.8 percent)."""
+    `periods`, a span between two dates too, as days ("10/2025-01/2026": 62 to 122 days), and
+    from a date to `today`, the note's date, where the text says it still runs ("150 mg since
+    11/03/2025"). With `trends`, only the changes a text reports, as percent of the first
+    value ("score 21 -> 20": -4.8 percent)."""
     if trends:
         return _trends(text, vocabulary)
     found: list[Measured] = []
@@ -215,6 +220,8 @@ def parse_measured(
     covered = [(point.start, point.end) for point in dates]
     if periods:
         found += _periods(text, dates)
+        if today is not None:
+            found += _ongoing(text, dates, today)
     for match in _PART_OF_WHOLE.finditer(text):
         # "49 of 84 nights (58%)": the share is the value, not the counts it comes from.
         share = _number(match.group(1))
@@ -248,6 +255,7 @@ def measured_near(
     vocabulary: Vocabulary,
     periods: bool = False,
     trends: bool = False,
+    today: dt.date | None = None,
 ) -> list[Measured]:
     """Values that belong to the name at `text[start:end]`: right after it ("HbA1c 7.2%",
     "EF of 25-30 %") or, failing that, right before it ("54-year-old", "12 visits").
@@ -256,7 +264,7 @@ def measured_near(
     ("sertraline 200 mg x 10 wk": a dose and a duration); the caller takes the first one in
     the unit it wants.
     """
-    values = parse_measured(text, vocabulary, periods, trends)
+    values = parse_measured(text, vocabulary, periods, trends, today)
     after = [
         value
         for value in values
@@ -323,6 +331,22 @@ def _periods(text: str, dates: list[TimePoint]) -> list[Measured]:
         if high > 0:
             low = max(0, (second_low - first_high).days)
             spans.append(Measured(low, high, "day", first.start, second.end))
+    return spans
+
+
+_SINCE = re.compile(r"\bsince\s*$", re.I)
+
+
+def _ongoing(text: str, dates: list[TimePoint], today: dt.date) -> list[Measured]:
+    """Days from a date that a "since" opens to `today` (a range for a month's date)."""
+    spans = []
+    for point in dates:
+        if _SINCE.search(text[max(0, point.start - 8) : point.start]):
+            first_low, first_high = point.days
+            high = (today - first_low).days
+            if high > 0:
+                low = max(0, (today - first_high).days)
+                spans.append(Measured(low, high, "day", point.start, point.end))
     return spans
 
 

@@ -714,6 +714,10 @@ CLASSES_SIX_WEEKS = TRIAL_WEEKS.model_copy(
         ("Sertraline 10 wks.\nLithium 2025-10-01 to 2025-12-15.", H),
         ("Sertraline 10 wks.\nLithium 10/2025-01/2026.", H),  # 62 to 122 days
         ("Sertraline 10 wks.\nLithium started 2025-10-01, stopped 2025-10-08.", F),
+        # the note is dated 2026-02-20: "since" runs to it, a bare start does not
+        ("Sertraline 10 wks.\nLithium 900 mg since 2025-12-01.", H),
+        ("Sertraline 10 wks.\nLithium 900 mg since 2026-02-01.", F),
+        ("Sertraline 10 wks.\nLithium 900 mg started 2025-12-01.", N),
     ],
 )
 def test_kinds_need_enough_kinds_each_meeting_the_threshold(text, expected, read):
