@@ -849,3 +849,24 @@ def test_a_fact_agreeing_with_any_number_of_its_quote_stands(read):
         ],
     )
     assert state(EF, case, read) is H
+
+
+NO_MALIGNANCY = FindingAtom(
+    kind="finding",
+    id="malignancy",
+    label="No malignancy",
+    concept="malignancy",
+    expect="absent",
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("PMH: HTN. No hx of cancer, IBD or autoimmune dz.", H),
+        ("No evidence of infection, hardware failure or cancer recurrence.", H),
+        ("Metastatic prostate cancer, on enzalutamide.", F),
+    ],
+)
+def test_the_vocabulary_names_a_malignancy_a_cancer(text, expected, read):
+    assert state(NO_MALIGNANCY, make_case(text), read) is expected
