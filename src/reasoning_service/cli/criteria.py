@@ -49,7 +49,8 @@ kinds:
 - "time_window": "relation" ("within" | "at_least" | "between" with "amount_max"), "amount",
   "unit" ("days" | "weeks" | "months" | "years"), optional "reference" {"concept", "aliases"}.
 - "category": "values" {value: [words that name it]}, "allowed" [values], optional
-  "min_count", "value_anywhere".
+  "min_count", "value_anywhere", "in_documents_naming" [words a document must name for
+  its text to count, e.g. the ordered treatment for an "ordering physician"].
 Thresholds and comparators exactly as written; every conjunct an atom of its own; negations
 as "expect": "absent" or "not"."""
 RETRY_PROMPT = (

@@ -1070,8 +1070,9 @@ def _category(
                     view.date,
                 )
             )
+    documents = _documents_naming(atom.in_documents_naming, reading)
     for mention in _about(reading.mentions(names)):
-        if mention.stance.negated:
+        if mention.stance.negated or not _read_in(mention, documents):
             continue
         text = mention.sentence.text
         values = _nearest_value(text, mention, value_names, reading)
@@ -1090,6 +1091,8 @@ def _category(
             for mention in _about(reading.mentions(words)):
                 if mention.stance.negated or mention.stance.possible:
                     continue
+                if not _read_in(mention, documents):
+                    continue
                 found.append(
                     (
                         value,
@@ -1100,6 +1103,17 @@ def _category(
                     )
                 )
     return _category_observations(atom, found)
+
+
+def _documents_naming(words: list[str], reading: CaseReading) -> set[str] | None:
+    """The documents that name one of `words`; None when there are no words (every one)."""
+    if not words:
+        return None
+    return {m.sentence.doc_id for m in reading.mentions(reading.names(words[0], words))}
+
+
+def _read_in(mention: Mention, documents: set[str] | None) -> bool:
+    return documents is None or mention.sentence.doc_id in documents
 
 
 def _nearest_value(

@@ -263,6 +263,10 @@ class CategoryAtom(_AtomBase):
     value_anywhere: bool = False
     """Also count a value's words anywhere in the case text, not only next to the concept
     (for values named by distinctive phrases, such as a drug or a device type)."""
+    in_documents_naming: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    """Read values in the text only of documents that name one of these: a header such as
+    "Physician: …" names the author of every note, and only the note that places the order
+    speaks of the ordering physician. Facts are read wherever they come from."""
 
     @model_validator(mode="after")
     def _check_allowed(self) -> CategoryAtom:

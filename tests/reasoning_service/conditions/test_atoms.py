@@ -339,6 +339,17 @@ def test_a_category_value_is_read_in_the_concepts_own_clause(text, expected, rea
     assert state(ORDERED_BY_SURGEON, make_case(text), read) is expected
 
 
+def test_a_category_can_be_read_only_in_the_documents_that_name_its_subject(read):
+    """Every note's header names its author; only the note with the order names the orderer."""
+    author = ORDERED_BY_SURGEON.model_copy(update={"aliases": ["Physician:"]})
+    case = make_case("Physician: Jane Poe, MD, Surgery\nPlan: I am ordering a knee MRI.")
+    other = {"doc_id": "pcp", "title": "PCP visit", "pages": ["Physician: Ann Lee, Neurology"]}
+    case.documents.append(type(case.documents[0]).model_validate(other))
+    assert state(author, case, read) is C
+    in_order = author.model_copy(update={"in_documents_naming": ["ordering", "order"]})
+    assert state(in_order, case, read) is H
+
+
 def test_a_category_value_in_a_fact_and_in_the_request(read):
     case = make_case("x", facts=[{"field": "nyhaClass", "value": "II"}])
     assert state(NYHA, case, read) is H
