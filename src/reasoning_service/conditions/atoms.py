@@ -1123,6 +1123,8 @@ def _nearest_value(
     ("continued coverage after the initial period" is continued)."""
     after_start = mention.end
     before_start = max(0, mention.start - _WINDOW_BEFORE)
+    while 0 < before_start < mention.start and text[before_start - 1].isalnum():
+        before_start += 1  # a word the window cuts is not read ("…RE PRIOR AUTHORIZATION")
     candidates: list[tuple[int, str]] = []
     after = text[after_start : after_start + 2 * _WINDOW_AFTER]
     clause_end = _NEW_CLAUSE.search(after)

@@ -632,18 +632,28 @@ def _patterns(names: tuple[str, ...]) -> list[re.Pattern[str]]:
     return patterns
 
 
+def _hyphenated(word: str) -> str:
+    """A hyphenated word's parts, joined by a hyphen, a space or nothing ("re-authorization",
+    "reauthorization"), never by other words."""
+    parts = [re.escape(part) for part in word.split("-") if part]
+    return r"[\s\-]?".join(parts)
+
+
 def _is_short_caps(name: str) -> bool:
     letters = [c for c in name if c.isalpha()]
     return len(name) <= _SHORT_CAPS and bool(letters) and all(c.isupper() for c in letters)
 
 
-_GAP = r"(?:[\s\-/]+(?:(?!(?:no|not|never|without|non)\b)[A-Za-z'’]+[\s\-/]+){0,2}|[\s\-]*)"
+_SEPARATOR = r"(?:\s+|\s*/\s*|-)"
+_GAP = rf"(?:{_SEPARATOR}(?:(?!(?:no|not|never|without|non)\b)[A-Za-z'’]+{_SEPARATOR}){{0,2}}|-?)"
 """Between the words of a name: nothing, a hyphen, or up to two other words that are not a
-negation, so "reviewed the records" also finds "reviewed his pharmacy records"."""
+negation, so "reviewed the records" also finds "reviewed his pharmacy records". A spaced dash
+separates a title from what follows: "Prior Authorization - Acupuncture" is no "prior
+acupuncture"."""
 
 
 def _alias_regex(name: str) -> str:
-    words = [re.escape(word) for word in re.split(r"[\s\-]+", name.strip()) if word]
+    words = [_hyphenated(word) for word in name.split()]
     body = _GAP.join(words) if len(words) > 1 else (words[0] if words else "")
     plural = "(?:s|es)?" if name[-1:].isalpha() and not _is_short_caps(name) else "s?"
     return body + plural

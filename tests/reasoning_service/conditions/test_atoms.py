@@ -881,3 +881,42 @@ NO_MALIGNANCY = FindingAtom(
 )
 def test_the_vocabulary_names_a_malignancy_a_cancer(text, expected, read):
     assert state(NO_MALIGNANCY, make_case(text), read) is expected
+
+
+PRIOR_ACUPUNCTURE = FindingAtom(
+    kind="finding", id="prior_acu", label="Prior acupuncture", concept="prior acupuncture"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Prior outside acupuncture in 2024.", H),  # other words may stand between
+        ("Request for Prior Authorization - Acupuncture.", N),  # a spaced dash may not
+    ],
+)
+def test_a_name_spans_a_few_words_but_not_a_title_dash(text, expected, read):
+    assert state(PRIOR_ACUPUNCTURE, make_case(text), read) is expected
+
+
+RENEWAL = CategoryAtom(
+    kind="category",
+    id="request_type",
+    label="Initial request",
+    concept="request",
+    values={"initial": ["initial"], "renewal": ["re-authorization"]},
+    allowed=["initial"],
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Request: re-authorization.", F),
+        ("Request: reauthorization.", F),
+        # neither "…RE" cut from "ACUPUNCTURE" nor "re … authorization" is a re-authorization
+        ("ACUPUNCTURE PRIOR AUTHORIZATION - REQUEST FORM", N),
+    ],
+)
+def test_a_hyphenated_value_is_one_word_and_the_window_reads_whole_words(text, expected, read):
+    assert state(RENEWAL, make_case(text), read) is expected
