@@ -592,33 +592,32 @@ def _fact_values(
     reading: CaseReading,
     min_confidence: float,
 ) -> list[_Value]:
-    """A fact's values; where its own quote gives other numbers in the unit ("days used
-    >=4h: 61/84 (73%)" for a value of 37), the quote's: the document wins, as for findings."""
+    """A fact's values, each as old as the date its quote gives it ("EF 55% in 2021"); where
+    the quote gives other numbers in the unit ("days used >=4h: 61/84 (73%)" for a value of
+    37), the quote's: the document wins, as for findings."""
     trusted = _trusted(view, min_confidence)
+    quote = view.fact.source.quote if view.fact.source is not None else ""
+    written = parse_measured(quote, reading.vocabulary) if quote else []
+    written_on = view.date or reading.as_of
+
+    def dated(measured: Measured) -> dt.date | None:
+        return _measured_on(quote, measured, written_on) or view.date
+
     values = []
     for measured in _fact_measures(view, reading, _reads_trends(concept)):
         converted = _in_unit(measured, unit, concept)
         if converted is not None:
-            date = _fact_measured_on(view, measured, reading) or view.date
-            values.append(
-                _Value(
-                    *converted,
-                    view.evidence(),
-                    view.fact.field,
-                    trusted,
-                    date,
-                    measured.approximate,
-                )
-            )
-    quote = view.fact.source.quote if view.fact.source is not None else ""
-    written = [] if _reads_trends(concept) else parse_measured(quote, reading.vocabulary)
-    quoted = [q for m in written if m.unit and (q := m.in_unit(unit)) is not None]
-    if not values or not quoted or any(_same(v, m, unit) for v in values for m in written):
+            same = [w for w in written if (w.low, w.high) == (measured.low, measured.high)]
+            date = dated(same[0]) if same else view.date
+            evidence, approximate = view.evidence(), measured.approximate
+            values.append(_Value(*converted, evidence, view.fact.field, trusted, date, approximate))
+    quoted = [(w, q) for w in written if w.unit and (q := w.in_unit(unit)) is not None]
+    if _reads_trends(concept) or not values or not quoted:
         return values
-    return [
-        _Value(*q, view.evidence(), f"{view.fact.field} (its quote)", trusted, view.date)
-        for q in quoted
-    ]
+    if any(_same(v, w, unit) for v in values for w in written):
+        return values
+    note = f"{view.fact.field} (its quote)"
+    return [_Value(*q, view.evidence(), note, trusted, dated(w)) for w, q in quoted]
 
 
 def _same(value: _Value, written: Measured, unit: str) -> bool:
@@ -681,15 +680,6 @@ def _measured_on(text: str, measured: Measured, written: dt.date) -> dt.date | N
     if not points:
         return None
     return min(points, key=lambda p: abs(p.start - measured.end)).date
-
-
-def _fact_measured_on(view: FactView, measured: Measured, reading: CaseReading) -> dt.date | None:
-    """The date a fact's quote gives its value ("EF 55% in 2021"), as for a mention's."""
-    quote = view.fact.source.quote if view.fact.source is not None else ""
-    for written in parse_measured(quote, reading.vocabulary):
-        if (written.low, written.high) == (measured.low, measured.high):
-            return _measured_on(quote, written, view.date or reading.as_of)
-    return None
 
 
 def _qualified(mention: Mention, words: tuple[str, ...], reading: CaseReading) -> bool:
@@ -1106,7 +1096,8 @@ def _category(
 
 
 def _documents_naming(words: list[str], reading: CaseReading) -> set[str] | None:
-    """The documents that name one of `words`; None when there are no words (every one)."""
+    """The documents that name one of `words`, in any stance (a note that rules TMS out still
+    speaks of it); None when there are no words: every document is read."""
     if not words:
         return None
     return {m.sentence.doc_id for m in reading.mentions(reading.names(words[0], words))}

@@ -648,8 +648,8 @@ _SEPARATOR = r"(?:\s+|\s*/\s*|-)"
 _GAP = rf"(?:{_SEPARATOR}(?:(?!(?:no|not|never|without|non)\b)[A-Za-z'’]+{_SEPARATOR}){{0,2}}|-?)"
 """Between the words of a name: nothing, a hyphen, or up to two other words that are not a
 negation, so "reviewed the records" also finds "reviewed his pharmacy records". A spaced dash
-separates a title from what follows: "Prior Authorization - Acupuncture" is no "prior
-acupuncture"."""
+separates a title from what follows: "Prior Authorization - Imaging" is no "prior
+imaging"."""
 
 
 def _alias_regex(name: str) -> str:
