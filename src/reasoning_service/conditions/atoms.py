@@ -599,12 +599,13 @@ def _fact_values(
     quote = view.fact.source.quote if view.fact.source is not None else ""
     written = parse_measured(quote, reading.vocabulary) if quote else []
     written_on = view.date or reading.as_of
+    trends = _reads_trends(concept)
 
     def dated(measured: Measured) -> dt.date | None:
         return _measured_on(quote, measured, written_on) or view.date
 
     values = []
-    for measured in _fact_measures(view, reading, _reads_trends(concept)):
+    for measured in _fact_measures(view, reading, trends):
         converted = _in_unit(measured, unit, concept)
         if converted is not None:
             same = [w for w in written if (w.low, w.high) == (measured.low, measured.high)]
@@ -612,7 +613,7 @@ def _fact_values(
             evidence, approximate = view.evidence(), measured.approximate
             values.append(_Value(*converted, evidence, view.fact.field, trusted, date, approximate))
     quoted = [(w, q) for w in written if w.unit and (q := w.in_unit(unit)) is not None]
-    if _reads_trends(concept) or not values or not quoted:
+    if trends or not values or not quoted:
         return values
     if any(_same(v, w, unit) for v in values for w in written):
         return values

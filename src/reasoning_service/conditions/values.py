@@ -322,16 +322,12 @@ _BETWEEN_DATES = re.compile(
 def _periods(text: str, dates: list[TimePoint]) -> list[Measured]:
     """Days between two dates written as one span ("2025-12-15 to 2026-02-09"); a date that
     names only a month spans its whole month, so the days are a range."""
-    spans = []
-    for first, second in pairwise(dates):
-        if not _BETWEEN_DATES.fullmatch(text[first.end : second.start]):
-            continue
-        (first_low, first_high), (second_low, second_high) = first.days, second.days
-        high = (second_high - first_low).days
-        if high > 0:
-            low = max(0, (second_low - first_high).days)
-            spans.append(Measured(low, high, "day", first.start, second.end))
-    return spans
+    spans = (
+        _span(first.days, second.days, first.start, second.end)
+        for first, second in pairwise(dates)
+        if _BETWEEN_DATES.fullmatch(text[first.end : second.start])
+    )
+    return [span for span in spans if span is not None]
 
 
 _SINCE = re.compile(r"\bsince\s*$", re.I)
@@ -339,15 +335,24 @@ _SINCE = re.compile(r"\bsince\s*$", re.I)
 
 def _ongoing(text: str, dates: list[TimePoint], today: dt.date) -> list[Measured]:
     """Days from a date that a "since" opens to `today` (a range for a month's date)."""
-    spans = []
-    for point in dates:
-        if _SINCE.search(text[max(0, point.start - 8) : point.start]):
-            first_low, first_high = point.days
-            high = (today - first_low).days
-            if high > 0:
-                low = max(0, (today - first_high).days)
-                spans.append(Measured(low, high, "day", point.start, point.end))
-    return spans
+    spans = (
+        _span(point.days, (today, today), point.start, point.end)
+        for point in dates
+        if _SINCE.search(text[max(0, point.start - 8) : point.start])
+    )
+    return [span for span in spans if span is not None]
+
+
+def _span(
+    first: tuple[dt.date, dt.date], second: tuple[dt.date, dt.date], start: int, end: int
+) -> Measured | None:
+    """Days from one period to a later one, as the fewest and the most they may be (None
+    unless the second ends after the first begins)."""
+    (first_low, first_high), (second_low, second_high) = first, second
+    high = (second_high - first_low).days
+    if high <= 0:
+        return None
+    return Measured(max(0, (second_low - first_high).days), high, "day", start, end)
 
 
 def _run_from(first: Measured, values: list[Measured], text: str) -> list[Measured]:
