@@ -33,6 +33,10 @@ from reasoning_service.testing.live_server import free_port
 __all__ = ["Cluster", "cluster", "run_jobs"]
 
 _POLL_S = 0.5
+_UNREACHABLE = "unreachable"
+"""A status read whose connection dropped (seen once in CI with both cores busy; the cause is not
+pinned down): the job is read again at the next poll, and the report counts the drops, so the
+kill test judges the jobs, not one poll."""
 
 
 @dataclass
@@ -125,10 +129,13 @@ async def run_jobs(
         job_ids = list(await asyncio.gather(*(submit(n) for n in range(jobs))))
         submitted_s = time.perf_counter() - started
         states: dict[str, str] = dict.fromkeys(job_ids, "queued")
+        reads_dropped = 0
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             pending = [j for j, s in states.items() if s not in ("done", "failed")]
-            states.update(await _states(http, running.api_urls[0], pending, gate))
+            polled = await _states(http, running.api_urls[0], pending, gate)
+            reads_dropped += sum(s == _UNREACHABLE for s in polled.values())
+            states.update(polled)
             finished = sum(s in ("done", "failed") for s in states.values())
             if kill_worker_after is not None and killed_at is None:
                 done = sum(s == "done" for s in states.values())
@@ -155,6 +162,7 @@ async def run_jobs(
         "duplicated": sum(1 for j in job_ids if stored.get(j, 0) > 1),
         "evaluations_stored": sum(stored.values()),
         "jobs_run_again": requeued,
+        "status_reads_dropped": reads_dropped,
         "submit_s": round(submitted_s, 2),
         "wall_s": round(wall_s, 2),
         "throughput_per_s": round(done / wall_s, 2) if wall_s else 0.0,
@@ -167,7 +175,10 @@ async def _states(
 ) -> dict[str, str]:
     async def one(job_id: str) -> tuple[str, str]:
         async with gate:
-            reply = await http.get(f"{url}/v1/jobs/{job_id}")
+            try:
+                reply = await http.get(f"{url}/v1/jobs/{job_id}")
+            except httpx.TransportError:
+                return job_id, _UNREACHABLE  # read again at the next poll, and counted
         return job_id, str(reply.json()["status"]) if reply.status_code == 200 else "unknown"
 
     return dict(await asyncio.gather(*(one(j) for j in job_ids)))
