@@ -17,7 +17,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from reasoning_service.conditions.case_reading import CaseReading, FactView, Mention, Sentence
+from reasoning_service.conditions.case_reading import (
+    CaseReading,
+    FactView,
+    Mention,
+    Sentence,
+    form_value,
+    value_defers,
+)
 from reasoning_service.conditions.units import convert
 from reasoning_service.conditions.values import (
     Measured,
@@ -437,7 +444,10 @@ def fact_presence(view: FactView, reading: CaseReading) -> bool | None:
     if isinstance(value, dt.date):
         return True
     words = reading.vocabulary.fact_words
-    text = value.strip().lower()
+    shown = form_value(value)
+    if shown is None or value_defers(shown):
+        return None
+    text = shown.lower()
     if text in (w.lower() for w in words.absent):
         return False
     if text in (w.lower() for w in words.present):

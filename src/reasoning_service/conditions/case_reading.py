@@ -29,7 +29,16 @@ if TYPE_CHECKING:
     from spacy.language import Language
     from spacy.tokens import Span
 
-__all__ = ["CaseReading", "ContextReader", "FactView", "Mention", "Sentence", "Stance"]
+__all__ = [
+    "CaseReading",
+    "ContextReader",
+    "FactView",
+    "Mention",
+    "Sentence",
+    "Stance",
+    "form_value",
+    "value_defers",
+]
 
 _STANCES_KEPT = 50_000
 _OUTCOME_REACH = 2
@@ -216,8 +225,8 @@ class ContextReader:
         colon = text.find(":", end)
         if colon < 0 or colon - end > 60 or ":" in text[start:end] or "." in text[end:colon]:
             return Stance()
-        value = text[colon + 1 :]
-        if _VALUE_DEFERS.match(value):
+        value = form_value(text[colon + 1 :])
+        if value is None or value_defers(value):
             return Stance(hypothetical=True)
         negates = self._value_negates(value)
         return Stance(negated=negates == "name")
@@ -312,9 +321,36 @@ _VALUE_NEGATES = re.compile(
     re.I,
 )
 _VALUE_DEFERS = re.compile(
-    r"\s*(?:pending|requested|to be\b|planned|scheduled|awaiting|tbd\b)",
+    r"\s*(?:pending|requested|to be\b|to follow\b|planned|scheduled|awaiting|tbd\b"
+    r"|see\b|refer to\b)",
     re.I,
 )
+_BOX = re.compile(r"\[\s*[xX✓✔]?\s*\]|[☐☑☒]|\(\s*[xX✓✔]?\s*\)")
+_CHECKED = re.compile(r"\[\s*[xX✓✔]\s*\]|[☑☒]|\(\s*[xX✓✔]\s*\)")
+
+
+def form_value(value: str) -> str | None:
+    """What a form's value says: the option whose box is checked ("[ ] completed [x] scheduled
+    03/12" says "scheduled 03/12"), None when it lists boxes and none is checked (a blank field
+    says nothing), else the value without its brackets ("[pending]")."""
+    boxes = list(_BOX.finditer(value))
+    if not boxes:
+        return value.strip().strip("[]").strip()
+    checked = [box for box in boxes if _CHECKED.fullmatch(box.group())]
+    if not checked:
+        return None
+    if len(checked) > 1:
+        return value
+    following = [box.start() for box in boxes if box.start() > checked[0].start()]
+    return value[checked[0].end() : min(following, default=len(value))].strip()
+
+
+def value_defers(value: str) -> bool:
+    """Whether a form's or a fact's value puts the thing off or elsewhere: "pending",
+    "scheduled 03/12", "to follow", "see EP note" state nothing done."""
+    return _VALUE_DEFERS.match(value) is not None
+
+
 _DECLINED = re.compile(
     r"(?:\s*(?:[,;:\-–]|(?:was|were|is|has|had|been|offered|discussed|recommended|suggested"
     r"|proposed|and|but|the|patient|pt|he|she|they|with|today|\d{1,2}/\d{2,4})\b))*"

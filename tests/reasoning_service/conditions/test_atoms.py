@@ -379,6 +379,38 @@ def test_label_lines_are_read_for_negation_and_family(text, expected, read):
     assert state(STROKE, make_case(text), read) is expected
 
 
+SHARED_DECISION = FindingAtom(
+    kind="finding",
+    id="sdm",
+    label="Shared decision-making done",
+    concept="shared decision making",
+    aliases=["SDM"],
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Shared decision making:  [x] completed   [ ] scheduled", H),
+        ("Shared decision making:  [ ] completed   [x] scheduled 03/12/2026", N),
+        ("Shared decision making done:  [ ] Yes  [x] No", F),
+        ("Shared decision making done:  [ ] Yes  [ ] No", N),  # a blank field says nothing
+        ("Shared decision making: [pending]", N),
+        ("Shared decision making: see EP consult note", N),  # a note not in the bundle
+        ("Shared decision making and recommendations to follow under separate cover.", N),
+        ("Shared decision making completed; to follow up in clinic.", H),
+    ],
+)
+def test_a_form_says_what_its_checked_box_says_and_a_deferral_says_nothing(text, expected, read):
+    assert state(SHARED_DECISION, make_case(text), read) is expected
+
+
+@pytest.mark.parametrize("value", ["scheduled 03/12/2026", "pending", "[x] scheduled", "TBD"])
+def test_a_fact_whose_value_puts_the_thing_off_is_no_evidence(value, read):
+    case = make_case("Cardiology visit.", facts=[{"field": "sdm.status", "value": value}])
+    assert state(SHARED_DECISION, case, read) is N
+
+
 def test_a_cue_inside_a_longer_name_still_negates_its_head(read):
     improvement = FindingAtom(
         kind="finding", id="better", label="Improved", concept="significant improvement"
