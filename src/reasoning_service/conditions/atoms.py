@@ -23,6 +23,7 @@ from reasoning_service.conditions.case_reading import (
     Mention,
     Sentence,
     form_value,
+    unchecked,
     value_defers,
 )
 from reasoning_service.conditions.units import convert
@@ -1122,7 +1123,8 @@ def _nearest_value(
     text: str, mention: Mention, value_names: dict[str, tuple[str, ...]], reading: CaseReading
 ) -> list[str]:
     """The value named closest to the concept, after it ("GOLD stage 3") or before it
-    ("continued coverage after the initial period" is continued)."""
+    ("continued coverage after the initial period" is continued); an option whose box is
+    unchecked ("[ ] Initial course [x] Additional sessions") is no value."""
     after_start = mention.end
     before_start = max(0, mention.start - _WINDOW_BEFORE)
     while 0 < before_start < mention.start and text[before_start - 1].isalnum():
@@ -1135,10 +1137,13 @@ def _nearest_value(
     before = text[before_start : mention.start]
     for value, words in value_names.items():
         starts = [start for start, _ in reading.find_in(after, words) if start < _WINDOW_AFTER]
-        candidates += [(start, value) for start in starts]
+        candidates += [
+            (start, value) for start in starts if not unchecked(text, after_start + start)
+        ]
         candidates += [
             (mention.start - (before_start + end), value)
-            for _, end in reading.find_in(before, words)
+            for start, end in reading.find_in(before, words)
+            if not unchecked(text, before_start + start)
         ]
     return [min(candidates)[1]] if candidates else []
 

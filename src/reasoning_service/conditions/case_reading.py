@@ -37,6 +37,7 @@ __all__ = [
     "Sentence",
     "Stance",
     "form_value",
+    "unchecked",
     "value_defers",
 ]
 
@@ -220,7 +221,7 @@ class ContextReader:
 
     def _form_stance(self, text: str, start: int, end: int) -> Stance:
         """What a form line says about a name: its value ("X: denies") or its unchecked box."""
-        if _UNCHECKED.search(text[max(0, start - 8) : start]):
+        if unchecked(text, start):
             return Stance(hypothetical=True)
         colon = text.find(":", end)
         if colon < 0 or colon - end > 60 or ":" in text[start:end] or "." in text[end:colon]:
@@ -366,6 +367,12 @@ _EXCEPTED = re.compile(
 )
 """An exception clause that runs, unbroken, up to the name: "none outside of ECT"."""
 _UNCHECKED = re.compile(r"(?:\[\s\]|☐|\(\s\))[\s\-]*$")
+
+
+def unchecked(text: str, start: int) -> bool:
+    """Whether an unchecked box stands right before `start`: "[ ] Retreatment" is an option
+    the form did not choose, no statement that it is so."""
+    return _UNCHECKED.search(text[max(0, start - 8) : start]) is not None
 
 
 def _declined(text: str, start: int, end: int) -> bool:

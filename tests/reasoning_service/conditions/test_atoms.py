@@ -952,3 +952,15 @@ RENEWAL = CategoryAtom(
 )
 def test_a_hyphenated_value_is_one_word_and_the_window_reads_whole_words(text, expected, read):
     assert state(RENEWAL, make_case(text), read) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Request:  [ ] Initial   [x] Re-authorization", F),
+        ("Request:  [x] Initial   [ ] Re-authorization", H),
+        ("Request:  [ ] Re-authorization   [x] Initial", H),
+    ],
+)
+def test_an_option_whose_box_is_unchecked_is_no_value(text, expected, read):
+    assert state(RENEWAL, make_case(text), read) is expected
