@@ -696,12 +696,15 @@ def _measured_on(text: str, measured: Measured, written: dt.date) -> dt.date | N
 
 def _qualified(mention: Mention, words: tuple[str, ...], reading: CaseReading) -> bool:
     """Whether one of `words` stands right before the mention ("Residual AHI") or in the title
-    of its document ("device download report")."""
+    of its document ("device download report"; not where it names the form's kind: "prior
+    authorization request")."""
     if not words:
         return False
     before = mention.sentence.text[max(0, mention.start - 30) : mention.start]
     document = reading.case.document(mention.sentence.doc_id)
     title = document.title if document is not None else ""
+    for start, end in reading.find_in(title, tuple(reading.vocabulary.form_kinds)):
+        title = title[:start] + " " * (end - start) + title[end:]
     return bool(reading.find_in(before, words) or reading.find_in(title, words))
 
 

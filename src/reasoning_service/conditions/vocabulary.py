@@ -66,6 +66,9 @@ class Vocabulary(BaseModel):
     relative_words: list[str] = Field(default_factory=list)
     """Words that make a field name about a relative (`family`, `fhx`, `mother`): such a fact
     is not the patient's unless the atom itself asks about relatives."""
+    form_kinds: list[str] = Field(default_factory=list)
+    """Phrases that name the kind of a form (`prior authorization`): in a document's title they
+    say nothing of what its values measure, so "prior" there marks no prior count."""
     outcome_words: list[str] = Field(default_factory=list)
     """Words for what came of a thing (`response`, `improvement`, `side effects`) or what
     is judged of it (`contraindication`): in "Sertraline 8 weeks: no response" and "no

@@ -964,3 +964,28 @@ def test_a_hyphenated_value_is_one_word_and_the_window_reads_whole_words(text, e
 )
 def test_an_option_whose_box_is_unchecked_is_no_value(text, expected, read):
     assert state(RENEWAL, make_case(text), read) is expected
+
+
+VISITS_REQUESTED = QuantityAtom(
+    kind="quantity",
+    id="visits",
+    label="At most 12 visits requested",
+    concept="visits requested",
+    comparator="<=",
+    value=12,
+    unit="count",
+    not_when=["prior"],
+)
+
+
+@pytest.mark.parametrize(
+    ("title", "expected"),
+    [
+        ("Prior authorization request form", H),  # the form's kind, not a prior count
+        ("Prior treatment summary", N),
+    ],
+)
+def test_a_title_marks_another_measurement_but_not_by_naming_its_forms_kind(title, expected, read):
+    document = {"doc_id": "pa-1", "title": title, "date": "2026-02-20"}
+    case = make_case(documents=[{**document, "pages": ["Visits requested: 10"]}])
+    assert state(VISITS_REQUESTED, case, read) is expected
