@@ -360,8 +360,7 @@ def _on_topic(atom: FindingAtom, reading: CaseReading, where: str | FactView) ->
     if not atom.topic:
         return True
     if isinstance(where, FactView):
-        quote = where.fact.source.quote if where.fact.source is not None else ""
-        where = " ".join([*where.every_word, _category_text(where.fact.value), quote or ""])
+        where = " ".join([*where.every_word, _category_text(where.fact.value), where.quote])
     return bool(reading.find_in(where, tuple(atom.topic)))
 
 
@@ -607,7 +606,7 @@ def _fact_values(
     the quote gives other numbers in the unit ("days used >=4h: 61/84 (73%)" for a value of
     37), the quote's: the document wins, as for findings."""
     trusted = _trusted(view, min_confidence)
-    quote = view.fact.source.quote if view.fact.source is not None else ""
+    quote = view.quote
     written = parse_measured(quote, reading.vocabulary) if quote else []
     written_on = view.date or reading.as_of
     trends = _reads_trends(concept)

@@ -142,15 +142,20 @@ class FactView:
         """The field name's words as written, then spelled out."""
         return (*self.words, *self.spelled)
 
+    @property
+    def quote(self) -> str:
+        """The words the fact was read from ("" when it cites none)."""
+        return self.fact.source.quote if self.fact.source is not None else ""
+
     def named_by(self, key: tuple[str, ...]) -> bool:
         """Whether the field name contains `key` as whole words, as written or spelled out."""
         return _contains(self.words, key) or _contains(self.spelled, key)
 
     def evidence(self) -> CaseEvidence:
         source = self.fact.source
-        if source is not None and source.quote:
+        if source is not None and self.quote:
             return CaseEvidence(
-                field=self.fact.field, doc_id=source.doc_id, page=source.page, quote=source.quote
+                field=self.fact.field, doc_id=source.doc_id, page=source.page, quote=self.quote
             )
         return CaseEvidence(field=self.fact.field, quote=_value_text(self.fact.value))
 

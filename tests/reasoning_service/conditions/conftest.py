@@ -48,6 +48,12 @@ def make_case(
     )
 
 
+def quoted_fact(field: str, value: Any, quote: str, **extra: Any) -> dict[str, Any]:
+    """A fact an extractor read from `quote` on the first page of `make_case`'s document."""
+    source = {"doc_id": "note-1", "page": 1, "quote": quote}
+    return {"field": field, "value": value, **extra, "source": source}
+
+
 @pytest.fixture
 def read(vocabulary: Vocabulary, context: ContextReader):
     def _read(case: CaseBundle) -> CaseReading:

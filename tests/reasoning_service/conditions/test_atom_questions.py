@@ -38,7 +38,7 @@ from reasoning_service.tools.tree_search import LexicalTreeSearch
 from retrieval import RetrievalService
 from retrieval.markdown import build_tree_from_markdown
 
-from .conftest import make_case
+from .conftest import make_case, quoted_fact
 
 PROMPT = Prompt("atoms-test", "Answer the question about the case from the snippets.")
 QUOTE = "The patient has ischemic cardiomyopathy and an LVEF of 35% or less."
@@ -417,12 +417,7 @@ async def test_a_yes_citing_a_fact_its_own_sentence_puts_on_a_relative_never_hol
 ):
     # The extractor took the father's cardiomyopathy for the patient's.
     sentence = "Father had ischemic cardiomyopathy."
-    fact = {
-        "field": "history.ischemic_cardiomyopathy",
-        "value": True,
-        "confidence": 0.95,
-        "source": {"doc_id": "note-1", "page": 1, "quote": sentence},
-    }
+    fact = quoted_fact("history.ischemic_cardiomyopathy", True, sentence, confidence=0.95)
     case = make_case(f"{sentence} Echo today: LVEF 30%.", facts=[fact])
     llm = ScriptedLLM([answer("yes", ["F1"], 0.99)])
     result = await make(llm, conditions_controller).evaluate(task(case))

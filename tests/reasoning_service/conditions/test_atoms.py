@@ -13,7 +13,7 @@ from reasoning_service.models.conditions import (
     TimeWindowAtom,
 )
 
-from .conftest import make_case
+from .conftest import make_case, quoted_fact
 
 H, F, N, C = AtomState.HOLDS, AtomState.FAILS, AtomState.NO_EVIDENCE, AtomState.CONFLICTING
 
@@ -138,13 +138,7 @@ def test_two_sources_that_disagree_are_conflicting(read):
 def test_a_fact_that_its_own_sentence_contradicts_gives_way_to_the_document(read):
     case = make_case(
         "Echo today: LVEF 45%.",
-        facts=[
-            {
-                "field": "echo.lvef",
-                "value": 30,
-                "source": {"doc_id": "note-1", "page": 1, "quote": "LVEF 45%"},
-            }
-        ],
+        facts=[quoted_fact("echo.lvef", 30, "LVEF 45%")],
     )
     assert state(EF, case, read) is F
 
@@ -162,13 +156,7 @@ def test_a_fact_whose_quote_dates_its_value_is_as_old_as_that_date(read):
     """The note is new; the value it quotes ("EF 55% in 2021") is not."""
     case = make_case(
         "Echo today: LVEF 30%.",
-        facts=[
-            {
-                "field": "echo.EF",
-                "value": 55,
-                "source": {"doc_id": "note-1", "page": 1, "quote": "EF 55% in 2021"},
-            }
-        ],
+        facts=[quoted_fact("echo.EF", 55, "EF 55% in 2021")],
     )
     assert state(LATEST_EF, case, read) is H
 
@@ -176,13 +164,7 @@ def test_a_fact_whose_quote_dates_its_value_is_as_old_as_that_date(read):
 def test_a_fact_taken_from_a_relatives_history_is_set_aside(read):
     case = make_case(
         "Family history: father had a stroke at 71.",
-        facts=[
-            {
-                "field": "history.stroke",
-                "value": True,
-                "source": {"doc_id": "note-1", "page": 1, "quote": "father had a stroke at 71"},
-            }
-        ],
+        facts=[quoted_fact("history.stroke", True, "father had a stroke at 71")],
     )
     assert state(STROKE, case, read) is N
 
@@ -194,14 +176,7 @@ def test_a_true_fact_whose_quote_never_names_the_finding_is_no_evidence(read):
     def case(quote: str):
         return make_case(
             f"Neurology note. {quote}",
-            facts=[
-                {
-                    "field": "history.cva",
-                    "value": True,
-                    "confidence": 0.9,
-                    "source": {"doc_id": "note-1", "page": 1, "quote": quote},
-                }
-            ],
+            facts=[quoted_fact("history.cva", True, quote, confidence=0.9)],
         )
 
     assert state(STROKE, case("Head CT reviewed with the family."), read) is N
@@ -870,26 +845,14 @@ def test_a_fact_is_read_as_its_own_quote_writes_it(read):
     adherence = EF.model_copy(update={"aliases": ["adherence"], "comparator": ">=", "value": 70})
     case = make_case(
         "Download: adherence 73% of nights.",
-        facts=[
-            {
-                "field": "cpap.adherence_pct",
-                "value": 37,
-                "source": {"doc_id": "note-1", "page": 1, "quote": "days used >=4h: 61/84 (73%)"},
-            }
-        ],
+        facts=[quoted_fact("cpap.adherence_pct", 37, "days used >=4h: 61/84 (73%)")],
     )
     assert state(adherence, case, read) is H
 
 
 def test_a_fact_agreeing_with_any_number_of_its_quote_stands(read):
     case = make_case(
-        facts=[
-            {
-                "field": "echo.lvef",
-                "value": 30,
-                "source": {"doc_id": "note-1", "page": 1, "quote": "LVEF 30 (down 10%)"},
-            }
-        ],
+        facts=[quoted_fact("echo.lvef", 30, "LVEF 30 (down 10%)")],
     )
     assert state(EF, case, read) is H
 
