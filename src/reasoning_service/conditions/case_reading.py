@@ -693,11 +693,14 @@ def _is_short_caps(name: str) -> bool:
 
 
 _SEPARATOR = r"(?:\s+|\s*/\s*|-)"
-_GAP = rf"(?:{_SEPARATOR}(?:(?!(?:no|not|never|without|non)\b)[A-Za-z'’]+{_SEPARATOR}){{0,2}}|-?)"
-"""Between the words of a name: nothing, a hyphen, or up to two other words that are not a
-negation, so "reviewed the records" also finds "reviewed his pharmacy records". A spaced dash
-separates a title from what follows: "Prior Authorization - Imaging" is no "prior
-imaging"."""
+_WORD = r"(?!(?:no|not|never|without|non|nor)\b)[A-Za-z'’]+"
+_LIST = rf"(?:(?:\s*,\s*|\s+){_WORD}){{0,3}}\s*,?\s+(?:and|or|&)\s+(?:{_WORD}\s+){{0,3}}"
+_GAP = rf"(?:{_SEPARATOR}(?:{_WORD}{_SEPARATOR}){{0,2}}|{_LIST}|-?)"
+"""Between the words of a name: nothing, a hyphen, up to two other words that are not a
+negation, so "reviewed the records" also finds "reviewed his pharmacy records", or a list
+joined by "and" or "or", so "chart reviewed" also finds "chart, pharmacy record and therapy
+summary reviewed". A spaced dash separates a title from what follows: "Prior Authorization -
+Imaging" is no "prior imaging"."""
 
 
 def _alias_regex(name: str) -> str:

@@ -894,6 +894,24 @@ def test_a_name_spans_a_few_words_but_not_a_title_dash(text, expected, read):
     assert state(PRIOR_ACUPUNCTURE, make_case(text), read) is expected
 
 
+CHART_REVIEWED = FindingAtom(
+    kind="finding", id="chart_reviewed", label="Chart reviewed", concept="chart reviewed"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Chart, pharmacy record and therapy summary reviewed.", H),
+        ("Outside records, chart and imaging reviewed today.", H),
+        ("Chart, labs and no imaging reviewed.", N),  # a negation breaks the list
+        ("Chart updated, orders entered, labs drawn and meds reviewed.", N),  # too long
+    ],
+)
+def test_a_name_spans_a_list_joined_by_and(text, expected, read):
+    assert state(CHART_REVIEWED, make_case(text), read) is expected
+
+
 RENEWAL = CategoryAtom(
     kind="category",
     id="request_type",
