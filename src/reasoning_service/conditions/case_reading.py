@@ -359,12 +359,14 @@ def value_defers(value: str) -> bool:
 
 _DECLINED = re.compile(
     r"(?:\s*(?:[,;:\-–]|(?:was|were|is|has|had|been|offered|discussed|recommended|suggested"
-    r"|proposed|and|but|the|patient|pt|he|she|they|with|today|\d{1,2}/\d{2,4})\b))*"
+    r"|proposed|and|but|the|patient|pt|he|she|they|with|today|\d{1,2}/\d{2,4})\b"
+    r"|(?:during|in|at|for|on|by)(?:\s+(?!(?:no|not|never|without)\b)[A-Za-z0-9'’]+){1,3}\b))*"
     r"\s*(?:declined|declines|refused|refuses)\b"
     r"(?!\s+(?:to|from|over|further|additional|more|another|other|dose|increase)\b)",
     re.I,
 )
-"""Right after a name, only connecting words, then the patient's refusal of it."""
+"""Right after a name, only connecting words and a short phrase of when or where ("during a
+severe episode"), then the patient's refusal of it."""
 _EXCEPTED = re.compile(
     r"\b(?:other than|except(?: for)?|excluding|besides|apart from|aside from|outside(?: of)?)"
     r"\b[^,;()]*$",

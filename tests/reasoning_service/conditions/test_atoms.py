@@ -574,6 +574,8 @@ ECT = FindingAtom(
     [
         ("ECT was offered and declined by the patient.", F),
         ("ECT discussed 12/2025; pt declines.", F),
+        ("In 2019 ECT was recommended during a severe episode and she declined it.", F),
+        ("ECT was done in 2019 at Mercy and she declined maintenance.", H),
         ("Currently receiving ECT, 9 of 12 treatments.", H),
         ("No personal history of seizures (other than ECT-induced), no stroke.", H),
         ("Seizures: none outside of ECT.", H),
