@@ -373,13 +373,20 @@ _EXCEPTED = re.compile(
     re.I,
 )
 """An exception clause that runs, unbroken, up to the name: "none outside of ECT"."""
-_UNCHECKED = re.compile(r"(?:\[\s\]|☐|\(\s\))[\s\-]*$")
+_OPTION_REACH = 60
+"""How far after its box an option's words may stand: "[ ] Physician (MD/DO)"."""
 
 
 def unchecked(text: str, start: int) -> bool:
-    """Whether an unchecked box stands right before `start`: "[ ] Retreatment" is an option
-    the form did not choose, no statement that it is so."""
-    return _UNCHECKED.search(text[max(0, start - 8) : start]) is not None
+    """Whether `start` stands in an option whose box is empty: "[ ] Retreatment", and the "MD"
+    of "[ ] Physician (MD/DO) [x] Auxiliary personnel", are options the form did not choose, no
+    statement that they are so. A label after the box ends its option ("[ ] N/A  Note: …")."""
+    line_start = text.rfind("\n", 0, start) + 1
+    boxes = list(_BOX.finditer(text, max(line_start, start - _OPTION_REACH), start))
+    if not boxes:
+        return False
+    box = boxes[-1]
+    return ":" not in text[box.end() : start] and _CHECKED.fullmatch(box.group()) is None
 
 
 def _declined(text: str, start: int, end: int) -> bool:

@@ -949,6 +949,28 @@ def test_an_option_whose_box_is_unchecked_is_no_value(text, expected, read):
     assert state(RENEWAL, make_case(text), read) is expected
 
 
+RENDERING_PHYSICIAN = CategoryAtom(
+    kind="category",
+    id="rendering_physician",
+    label="Furnished by a physician",
+    concept="provider type",
+    values={"physician": ["physician", "MD", "DO"], "auxiliary": ["auxiliary personnel"]},
+    allowed=["physician"],
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Provider type: [ ] Physician (MD/DO) [ ] PA [x] Auxiliary personnel", F),
+        ("Provider type: [x] Physician (MD/DO) [ ] PA [ ] Auxiliary personnel", H),
+        ("Provider type: [] Physician (MD/DO) [X] Auxiliary personnel", F),
+    ],
+)
+def test_every_word_of_an_unchecked_option_is_no_value(text, expected, read):
+    assert state(RENDERING_PHYSICIAN, make_case(text), read) is expected
+
+
 VISITS_REQUESTED = QuantityAtom(
     kind="quantity",
     id="visits",
