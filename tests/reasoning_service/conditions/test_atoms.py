@@ -380,6 +380,18 @@ def test_a_form_says_what_its_checked_box_says_and_a_deferral_says_nothing(text,
     assert state(SHARED_DECISION, make_case(text), read) is expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("SDM visit w/ H. Brandt NP booked 3/16/26.", N),  # an initial ends no sentence
+        ("I have arranged a shared decision making visit with our NP.", N),
+        ("SDM visit w/ H. Brandt NP on 2/16/26.", H),
+    ],
+)
+def test_a_visit_arranged_or_booked_is_a_plan(text, expected, read):
+    assert state(SHARED_DECISION, make_case(text), read) is expected
+
+
 @pytest.mark.parametrize("value", ["scheduled 03/12/2026", "pending", "[x] scheduled", "TBD"])
 def test_a_fact_whose_value_puts_the_thing_off_is_no_evidence(value, read):
     case = make_case("Cardiology visit.", facts=[{"field": "sdm.status", "value": value}])
