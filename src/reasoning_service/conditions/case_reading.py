@@ -329,7 +329,7 @@ _VALUE_NEGATES = re.compile(
 )
 _VALUE_DEFERS = re.compile(
     r"\s*(?:pending|requested|to be\b|to follow\b|planned|scheduled|awaiting|tbd\b"
-    r"|see\b|refer to\b)",
+    r"|see\b|refer to\b|(?:available\s+)?(?:up)?on\s+request\b|not\s+(?:attached|included)\b)",
     re.I,
 )
 _BOX = re.compile(r"\[\s*[xX✓✔]?\s*\]|[☐☑☒]|\(\s*[xX✓✔]?\s*\)")
@@ -354,7 +354,8 @@ def form_value(value: str) -> str | None:
 
 def value_defers(value: str) -> bool:
     """Whether a form's or a fact's value puts the thing off or elsewhere: "pending",
-    "scheduled 03/12", "to follow", "see EP note" state nothing done."""
+    "scheduled 03/12", "to follow", "see EP note", "available upon request" state nothing
+    done."""
     return _VALUE_DEFERS.match(value) is not None
 
 

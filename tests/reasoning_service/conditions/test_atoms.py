@@ -372,6 +372,7 @@ SHARED_DECISION = FindingAtom(
         ("Shared decision making done:  [ ] Yes  [ ] No", N),  # a blank field says nothing
         ("Shared decision making: [pending]", N),
         ("Shared decision making: see EP consult note", N),  # a note not in the bundle
+        ("Shared decision making note: [ ] attached  [x] available upon request", N),
         ("Shared decision making and recommendations to follow under separate cover.", N),
         ("Shared decision making completed; to follow up in clinic.", H),
     ],
@@ -392,7 +393,18 @@ def test_a_visit_arranged_or_booked_is_a_plan(text, expected, read):
     assert state(SHARED_DECISION, make_case(text), read) is expected
 
 
-@pytest.mark.parametrize("value", ["scheduled 03/12/2026", "pending", "[x] scheduled", "TBD"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "scheduled 03/12/2026",
+        "pending",
+        "[x] scheduled",
+        "TBD",
+        "available upon request",
+        "[ ] attached  [x] available on request",
+        "not attached",
+    ],
+)
 def test_a_fact_whose_value_puts_the_thing_off_is_no_evidence(value, read):
     case = make_case("Cardiology visit.", facts=[{"field": "sdm.status", "value": value}])
     assert state(SHARED_DECISION, case, read) is N
