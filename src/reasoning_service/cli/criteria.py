@@ -44,13 +44,15 @@ kinds:
 - "quantity": "comparator" (">=", ">", "<=", "<", "=="), "value" (number), "unit" (pint:
   percent, kg/m**2, kg, year, hour, event/hour, count, mmHg); optional "derive"
   {"formula": "weight / height ** 2", "inputs": {"weight": {"concept", "aliases", "unit"}}},
-  "select" ("all" | "latest").
+  "select" ("all" | "latest"), "not_when" [words right before the name that mark another
+  measurement, e.g. "residual", "goal"].
 - "finding": "expect" ("present" | "absent").
 - "time_window": "relation" ("within" | "at_least" | "between" with "amount_max"), "amount",
   "unit" ("days" | "weeks" | "months" | "years"), optional "reference" {"concept", "aliases"}.
 - "category": "values" {value: [words that name it]}, "allowed" [values], optional
   "min_count", "value_anywhere", "in_documents_naming" [words a document must name for
-  its text to count, e.g. the ordered treatment for an "ordering physician"].
+  its text to count, e.g. the ordered treatment for an "ordering physician"], "not_when"
+  [words right before the name that mark another person or thing, e.g. "supervising"].
 Thresholds and comparators exactly as written; every conjunct an atom of its own; negations
 as "expect": "absent" or "not"."""
 RETRY_PROMPT = (

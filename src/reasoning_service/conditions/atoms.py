@@ -699,12 +699,17 @@ def _qualified(mention: Mention, words: tuple[str, ...], reading: CaseReading) -
     authorization request")."""
     if not words:
         return False
-    before = mention.sentence.text[max(0, mention.start - 30) : mention.start]
     document = reading.case.document(mention.sentence.doc_id)
     title = document.title if document is not None else ""
     for start, end in reading.find_in(title, tuple(reading.vocabulary.form_kinds)):
         title = title[:start] + " " * (end - start) + title[end:]
-    return bool(reading.find_in(before, words) or reading.find_in(title, words))
+    return _preceded_by(mention, words, reading) or bool(reading.find_in(title, words))
+
+
+def _preceded_by(mention: Mention, words: tuple[str, ...], reading: CaseReading) -> bool:
+    """Whether one of `words` stands right before the mention ("Supervising practitioner")."""
+    before = mention.sentence.text[max(0, mention.start - 30) : mention.start]
+    return bool(words) and bool(reading.find_in(before, words))
 
 
 def _fact_measures(view: FactView, reading: CaseReading, trends: bool) -> list[Measured]:
@@ -1061,8 +1066,11 @@ def _category(
 ) -> list[_Observation]:
     names = reading.names(atom.concept, atom.aliases)
     value_names = {value: tuple(words) for value, words in atom.values.items()}
+    other = tuple(atom.not_when)
     found: list[tuple[str, CaseEvidence, str, bool, dt.date | None]] = []
     for view in reading.facts_named(names, atom.codes):
+        if other and reading.find_in(" ".join(view.every_word), other):
+            continue  # `supervising_physician`: another person of the same role
         text = _category_text(view.fact.value)
         for value in _values_in(text, value_names, reading)[:1]:
             found.append(
@@ -1077,6 +1085,8 @@ def _category(
     documents = _documents_naming(atom.in_documents_naming, reading)
     for mention in _about(reading.mentions(names)):
         if mention.stance.negated or not _read_in(mention, documents):
+            continue
+        if _preceded_by(mention, other, reading):
             continue
         text = mention.sentence.text
         values = _nearest_value(text, mention, value_names, reading)

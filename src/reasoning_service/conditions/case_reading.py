@@ -338,11 +338,13 @@ _CHECKED = re.compile(r"\[\s*[xX✓✔]\s*\]|[☑☒]|\(\s*[xX✓✔]\s*\)")
 
 def form_value(value: str) -> str | None:
     """What a form's value says: the option whose box is checked ("[ ] completed [x] scheduled
-    03/12" says "scheduled 03/12"), None when it lists boxes and none is checked (a blank field
-    says nothing), else the value without its brackets ("[pending]")."""
+    03/12" says "scheduled 03/12"), None when it lists boxes and none is checked or is a blank
+    to fill in ("______"): a blank field says nothing; else the value without its brackets
+    ("[pending]")."""
     boxes = list(_BOX.finditer(value))
     if not boxes:
-        return value.strip().strip("[]").strip()
+        shown = value.strip().strip("[]").strip()
+        return None if shown and not shown.strip("_") else shown
     checked = [box for box in boxes if _CHECKED.fullmatch(box.group())]
     if not checked:
         return None

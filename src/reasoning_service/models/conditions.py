@@ -263,6 +263,10 @@ class CategoryAtom(_AtomBase):
     value_anywhere: bool = False
     """Also count a value's words anywhere in the case text, not only next to the concept
     (for values named by distinctive phrases, such as a drug or a device type)."""
+    not_when: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    """Words that mark another subject of the same name when they stand right before the name
+    in a sentence or in a fact's name ("supervising practitioner", `referring_physician`):
+    such values are ignored."""
     in_documents_naming: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
     """Read values in the text only of documents that name one of these: a header such as
     "Physician: …" names the author of every note, and only the note that places the order

@@ -373,6 +373,7 @@ SHARED_DECISION = FindingAtom(
         ("Shared decision making: [pending]", N),
         ("Shared decision making: see EP consult note", N),  # a note not in the bundle
         ("Shared decision making note: [ ] attached  [x] available upon request", N),
+        ("Shared decision making:  ______________", N),  # a blank to fill in
         ("Shared decision making and recommendations to follow under separate cover.", N),
         ("Shared decision making completed; to follow up in clinic.", H),
     ],
@@ -993,6 +994,31 @@ RENDERING_PHYSICIAN = CategoryAtom(
 )
 def test_every_word_of_an_unchecked_option_is_no_value(text, expected, read):
     assert state(RENDERING_PHYSICIAN, make_case(text), read) is expected
+
+
+RENDERING_BY_ROLE = CategoryAtom(
+    kind="category",
+    id="rendering_physician",
+    label="Furnished by a physician",
+    concept="rendering provider",
+    aliases=["practitioner", "physician"],
+    values={"physician": ["MD", "DO"], "acupuncturist": ["L.Ac."]},
+    allowed=["physician"],
+    not_when=["supervising", "referring"],
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "facts", "expected"),
+    [
+        ("Supervising practitioner: Maria Okafor, MD", [], N),
+        ("Referring physician: A. Jones, DO. Practitioner: J. Park, L.Ac.", [], F),
+        ("Practitioner: Maria Okafor, MD", [], H),
+        ("Clinic note.", [{"field": "supervising_physician", "value": "M. Okafor, MD"}], N),
+    ],
+)
+def test_a_role_word_before_the_name_marks_another_person(text, facts, expected, read):
+    assert state(RENDERING_BY_ROLE, make_case(text, facts=facts), read) is expected
 
 
 VISITS_REQUESTED = QuantityAtom(
