@@ -706,8 +706,8 @@ def _is_short_caps(name: str) -> bool:
 
 
 _SEPARATOR = r"(?:\s+|\s*/\s*|-)"
-_WORD = r"(?!(?:no|not|never|without|non|nor)\b)[A-Za-z'’]+"
-_LIST = rf"(?:(?:\s*,\s*|\s+){_WORD}){{0,3}}\s*,?\s+(?:and|or|&)\s+(?:{_WORD}\s+){{0,3}}"
+_WORD = r"(?!(?:no|not|never|without|non|nor)\b)(?:Dr\.|[A-Za-z'’]+)"
+_LIST = rf"(?:(?:\s*,\s*|\s+){_WORD}){{0,4}}\s*,?\s+(?:and|or|&)\s+(?:{_WORD}\s+){{0,3}}"
 _GAP = rf"(?:{_SEPARATOR}(?:{_WORD}{_SEPARATOR}){{0,2}}|{_LIST}|-?)"
 """Between the words of a name: nothing, a hyphen, up to two other words that are not a
 negation, so "reviewed the records" also finds "reviewed his pharmacy records", or a list

@@ -922,7 +922,11 @@ def test_a_name_spans_a_few_words_but_not_a_title_dash(text, expected, read):
 
 
 CHART_REVIEWED = FindingAtom(
-    kind="finding", id="chart_reviewed", label="Chart reviewed", concept="chart reviewed"
+    kind="finding",
+    id="chart_reviewed",
+    label="Chart reviewed",
+    concept="chart reviewed",
+    aliases=["reviewed chart"],
 )
 
 
@@ -931,6 +935,7 @@ CHART_REVIEWED = FindingAtom(
     [
         ("Chart, pharmacy record and therapy summary reviewed.", H),
         ("Outside records, chart and imaging reviewed today.", H),
+        ("I have reviewed Dr. Hoff's office notes and his chart.", H),  # "Dr." is a word
         ("Chart, labs and no imaging reviewed.", N),  # a negation breaks the list
         ("Chart updated, orders entered, labs drawn and meds reviewed.", N),  # too long
     ],
