@@ -361,16 +361,21 @@ def value_defers(value: str) -> bool:
     return _VALUE_DEFERS.match(value) is not None
 
 
-_DECLINED = re.compile(
+_CONNECTING = (
     r"(?:\s*(?:[,;:\-–]|(?:was|were|is|has|had|been|offered|discussed|recommended|suggested"
-    r"|proposed|and|but|the|patient|pt|he|she|they|with|today|\d{1,2}/\d{2,4})\b"
-    r"|(?:during|in|at|for|on|by)(?:\s+(?!(?:no|not|never|without)\b)[A-Za-z0-9'’]+){1,3}\b))*"
+    r"|proposed|and|but|the|patient|pt|he|she|they|with|today|\d{1,2}/\d{2,4})\b))*"
+)
+_DECLINED = re.compile(
+    rf"{_CONNECTING}(?:\s*(?:during|in|at|for|on|by)"
+    rf"(?:\s+(?!(?:no|not|never|without)\b)[A-Za-z0-9'’]+){{1,3}}\b{_CONNECTING})?"
     r"\s*(?:declined|declines|refused|refuses)\b"
     r"(?!\s+(?:to|from|over|further|additional|more|another|other|dose|increase)\b)",
     re.I,
 )
-"""Right after a name, only connecting words and a short phrase of when or where ("during a
-severe episode"), then the patient's refusal of it."""
+"""Right after a name, only connecting words and at most one short phrase of when or where
+("during a severe episode"), then the patient's refusal of it. One phrase, not a repeat of
+them: words the phrase and the connecting words could both read must not multiply the ways
+to read a sentence."""
 _EXCEPTED = re.compile(
     r"\b(?:other than|except(?: for)?|excluding|besides|apart from|aside from|outside(?: of)?)"
     r"\b[^,;()]*$",

@@ -79,3 +79,20 @@ def test_a_megabyte_of_arrows_is_read_in_linear_time(read):
         _seconds(small, read, [trend]) for _ in range(2)
     )
     assert ratio < 30, f"10× the arrows took {ratio:.1f}× the time: not linear"
+
+
+def test_words_a_refusal_could_read_two_ways_cost_no_more_in_long_sentences(read):
+    """A sentence "ECT in the and the in the and the …" never reaches a refusal: one four times
+    as long, in a page of the same size, is read in about the same time, not exponentially
+    more."""
+    ect = FindingAtom(kind="finding", id="ect", label="ECT", concept="ECT")
+
+    def page(units: int, sentences: int) -> str:
+        return " ".join("ECT" + " in the and the" * units + " x." for _ in range(sentences))
+
+    short, long = page(3, 120), page(12, 30)
+    _seconds(short, read, [ect])
+    ratio = min(_seconds(long, read, [ect]) for _ in range(2)) / min(
+        _seconds(short, read, [ect]) for _ in range(2)
+    )
+    assert ratio < 30, f"longer sentences took {ratio:.1f}× the time: not linear"
