@@ -713,16 +713,20 @@ def _is_short_caps(name: str) -> bool:
 _SEPARATOR = r"(?:\s+|\s*/\s*|-)"
 _WORD = r"(?!(?:no|not|never|without|non|nor)\b)(?:Dr\.|[A-Za-z'’]+)"
 _LIST = rf"(?:(?:\s*,\s*|\s+){_WORD}){{0,4}}\s*,?\s+(?:and|or|&)\s+(?:{_WORD}\s+){{0,3}}"
-_GAP = rf"(?:{_SEPARATOR}(?:{_WORD}{_SEPARATOR}){{0,2}}|{_LIST}|-?)"
-"""Between the words of a name: nothing, a hyphen, up to two other words that are not a
-negation, so "reviewed the records" also finds "reviewed his pharmacy records", or a list
-joined by "and" or "or", so "chart reviewed" also finds "chart, pharmacy record and therapy
-summary reviewed". A spaced dash separates a title from what follows: "Prior Authorization -
-Imaging" is no "prior imaging"."""
+_GAP = rf"(?:{_SEPARATOR}(?:{_WORD}{_SEPARATOR}){{0,2}}|-?)"
+"""Between the words of a name: nothing, a hyphen, or up to two other words that are not a
+negation, so "reviewed the records" also finds "reviewed his pharmacy records". A spaced dash
+separates a title from what follows: "Prior Authorization - Imaging" is no "prior
+imaging"."""
+_PAIR_GAP = rf"(?:{_SEPARATOR}(?:{_WORD}{_SEPARATOR}){{0,2}}|{_LIST}|-?)"
+"""Between the two words of a two-word name, also a list joined by "and" or "or": "chart
+reviewed" finds "chart, pharmacy record and therapy summary reviewed". Only there: in every
+gap of every name, it tripled the slowest criteria (p95 on held-out 60 -> 170 ms) for no
+verdict that the two-word names do not give."""
 
 
 def _alias_regex(name: str) -> str:
     words = [_hyphenated(word) for word in name.split()]
-    body = _GAP.join(words) if len(words) > 1 else (words[0] if words else "")
+    body = (_PAIR_GAP if len(words) == 2 else _GAP).join(words)
     plural = "(?:s|es)?" if name[-1:].isalpha() and not _is_short_caps(name) else "s?"
     return body + plural
