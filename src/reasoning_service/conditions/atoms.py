@@ -570,7 +570,7 @@ def _values(
     other = tuple(concept.not_when) if isinstance(concept, QuantityAtom) else ()
     values: list[_Value] = []
     for view in reading.facts_named(names, concept.codes):
-        if other and reading.find_in(" ".join(view.every_word), other):
+        if _named_other(view, other, reading):
             continue  # `residualAHI`, `goal_weight`: another measurement of the same name
         values += _fact_values(view, concept, unit, reading, min_confidence)
     read: set[tuple[int, int]] = set()
@@ -704,6 +704,12 @@ def _qualified(mention: Mention, words: tuple[str, ...], reading: CaseReading) -
     for start, end in reading.find_in(title, tuple(reading.vocabulary.form_kinds)):
         title = title[:start] + " " * (end - start) + title[end:]
     return _preceded_by(mention, words, reading) or bool(reading.find_in(title, words))
+
+
+def _named_other(view: FactView, words: tuple[str, ...], reading: CaseReading) -> bool:
+    """Whether one of `words` stands in the fact's name (`residualAHI`, `supervising_physician`):
+    the fact is about another measurement or person of the same name."""
+    return bool(words) and bool(reading.find_in(" ".join(view.every_word), words))
 
 
 def _preceded_by(mention: Mention, words: tuple[str, ...], reading: CaseReading) -> bool:
@@ -1069,7 +1075,7 @@ def _category(
     other = tuple(atom.not_when)
     found: list[tuple[str, CaseEvidence, str, bool, dt.date | None]] = []
     for view in reading.facts_named(names, atom.codes):
-        if other and reading.find_in(" ".join(view.every_word), other):
+        if _named_other(view, other, reading):
             continue  # `supervising_physician`: another person of the same role
         text = _category_text(view.fact.value)
         for value in _values_in(text, value_names, reading)[:1]:
