@@ -341,17 +341,44 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
                 view.date,
             )
         )
-    for mention in _about(reading.mentions(names)):
-        if _planned(mention, reading):
-            continue  # "visit on 04/08/2026" after the case's date: a plan, not a finding
+    planned: list[Mention] = []
+    for mention in reading.mentions(names):
         if not _on_topic(atom, reading, mention.sentence.text):
+            continue
+        if _planned(mention, reading):
+            if mention.stance.planned:
+                planned.append(mention)
+            continue  # "visit on 04/08/2026" after the case's date: a plan, not a finding
+        if not mention.stance.about_patient:
             continue
         if mention.stance.possible and not mention.stance.negated:
             says = _Says.VAGUE
         else:
             says = absent_says if mention.stance.negated else present_says
         observations.append(_said_in(mention, says))
-    return observations + _denials(atom, reading, min_confidence, absent_says)
+    observations += _denials(atom, reading, min_confidence, absent_says)
+    return observations + _only_planned(atom, planned, observations)
+
+
+def _only_planned(
+    atom: FindingAtom, planned: list[Mention], observations: list[_Observation]
+) -> list[_Observation]:
+    """What the record only plans ("will schedule an SDM visit", "education: [x] scheduled")
+    has not happened yet: for a finding expected present that is evidence it fails, unless the
+    record also says it did. A plan read only from a later date is not: "stroke prevention
+    visit in April" plans no stroke."""
+    if atom.expect != "present" or any(o.says is _Says.HOLDS and o.trusted for o in observations):
+        return []
+    return [
+        _Observation(
+            _Says.FAILS,
+            m.sentence.evidence(),
+            f"{m.text!r} only planned",
+            date=m.sentence.date,
+            name=m.text,
+        )
+        for m in planned
+    ]
 
 
 def _on_topic(atom: FindingAtom, reading: CaseReading, where: str | FactView) -> bool:
@@ -423,11 +450,16 @@ def _quote_silent_on(view: FactView, reading: CaseReading, names: tuple[str, ...
 
 
 def _planned(mention: Mention, reading: CaseReading) -> bool:
-    """A mention dated after the case's `as_of` in its own sentence is something planned."""
+    """A mention ConText reads as still to come, or dated after the case's `as_of` in its own
+    sentence, is something planned (a denial or a relative's never is)."""
+    stance = mention.stance
+    if stance.negated or stance.family:
+        return False
+    if stance.planned:
+        return True
     sentence = mention.sentence
     written = sentence.date or reading.as_of
-    later = any(point.surely_after(reading.as_of) for point in find_dates(sentence.text, written))
-    return later and not mention.stance.negated
+    return any(point.surely_after(reading.as_of) for point in find_dates(sentence.text, written))
 
 
 def fact_presence(view: FactView, reading: CaseReading) -> bool | None:

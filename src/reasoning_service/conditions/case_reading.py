@@ -90,6 +90,9 @@ class Stance:
     family: bool = False
     hypothetical: bool = False
     possible: bool = False
+    planned: bool = False
+    """Hypothetical because it is still to come ("will schedule"): a planned thing is also
+    hypothetical."""
 
     def __or__(self, other: Stance) -> Stance:
         """Either reading's cues count (the whole name's and its head's)."""
@@ -98,6 +101,7 @@ class Stance:
             family=self.family or other.family,
             hypothetical=self.hypothetical or other.hypothetical,
             possible=self.possible or other.possible,
+            planned=self.planned or other.planned,
         )
 
     @property
@@ -172,6 +176,15 @@ class ContextReader:
         )
 
     @cached_property
+    def _plans(self) -> re.Pattern[str]:
+        """A form value that is a plan ("[x] scheduled 03/12/2026"), by the vocabulary's cues."""
+        cues = [c.literal for c in self._vocabulary.context_rules if c.category == "PLANNED"]
+        if not cues:
+            return re.compile(r"(?!)")
+        words = "|".join(re.escape(cue) for cue in sorted(cues, key=len, reverse=True))
+        return re.compile(rf"\s*(?:{words})\b", re.I)
+
+    @cached_property
     def _pipeline(self) -> tuple[Language, ConText]:
         import spacy
         from medspacy.context import ConText, ConTextRule
@@ -221,6 +234,7 @@ class ContextReader:
                     family=line.family or own.family,
                     hypothetical=line.hypothetical or own.hypothetical or form.hypothetical,
                     possible=line.possible or own.possible,
+                    planned=line.planned or own.planned or form.planned,
                 )
             )
         return stances
@@ -234,7 +248,7 @@ class ContextReader:
             return Stance()
         value = form_value(text[colon + 1 :])
         if value is None or value_defers(value):
-            return Stance(hypothetical=True)
+            return Stance(hypothetical=True, planned=bool(value and self._plans.match(value)))
         negates = self._value_negates(value)
         return Stance(negated=negates == "name")
 
@@ -288,11 +302,15 @@ class ContextReader:
         if entity is None:
             return Stance()
         extension = entity._
+        # "will schedule an SDM visit" plans the visit; "will consider stroke workup" plans no
+        # stroke: another hypothetical cue makes the name no longer the thing planned.
+        planned = any(cue.category == "PLANNED" for cue in extension.modifiers)
         return Stance(
             negated=any(self._negates(cue, entity) for cue in extension.modifiers),
             family=bool(extension.is_family),
-            hypothetical=bool(extension.is_hypothetical),
+            hypothetical=bool(extension.is_hypothetical) or planned,
             possible=bool(extension.is_uncertain),
+            planned=planned and not (extension.is_hypothetical or extension.is_uncertain),
         )
 
     def _negates(self, cue: ConTextModifier, entity: Span) -> bool:
@@ -555,6 +573,7 @@ class CaseReading:
                         family=stance.family,
                         hypothetical=stance.hypothetical,
                         possible=stance.possible,
+                        planned=stance.planned,
                     )
                 mentions.append(Mention(sentence, start, end, stance))
         return mentions

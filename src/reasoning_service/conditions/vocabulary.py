@@ -35,7 +35,11 @@ class ContextCue(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     literal: str = Field(min_length=1)
-    category: Literal["NEGATED_EXISTENCE", "HYPOTHETICAL", "POSSIBLE_EXISTENCE", "FAMILY"]
+    category: Literal[
+        "NEGATED_EXISTENCE", "HYPOTHETICAL", "PLANNED", "POSSIBLE_EXISTENCE", "FAMILY"
+    ]
+    """`PLANNED` is a hypothetical that also says the thing has not happened yet ("will
+    schedule", "referred for"): evidence against a finding that must already have occurred."""
     direction: Literal["FORWARD", "BACKWARD", "BIDIRECTIONAL", "TERMINATE"]
     """`TERMINATE` ends the scope of earlier cues of the category (and, being longer, keeps a
     shorter cue inside it from firing: "not elsewhere classified" is not a negation)."""

@@ -369,7 +369,7 @@ SHARED_DECISION = FindingAtom(
     ("text", "expected"),
     [
         ("Shared decision making:  [x] completed   [ ] scheduled", H),
-        ("Shared decision making:  [ ] completed   [x] scheduled 03/12/2026", N),
+        ("Shared decision making:  [ ] completed   [x] scheduled 03/12/2026", F),  # not yet
         ("Shared decision making done:  [ ] Yes  [x] No", F),
         ("Shared decision making done:  [ ] Yes  [ ] No", N),  # a blank field says nothing
         ("Shared decision making: [pending]", N),
@@ -387,13 +387,26 @@ def test_a_form_says_what_its_checked_box_says_and_a_deferral_says_nothing(text,
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("SDM visit w/ H. Brandt NP booked 3/16/26.", N),  # an initial ends no sentence
-        ("I have arranged a shared decision making visit with our NP.", N),
+        ("Will schedule a shared decision making visit before any implant.", F),
+        ("Pt referred for shared decision making with EP.", F),
+        ("SDM visit scheduled 04/20/2026 with the EP team.", F),
+        ("SDM visit on 04/20/2026 with the EP team.", N),  # a later date alone plans nothing named
+        ("SDM w/ H. Brandt booked.", F),  # an initial ends no sentence
+        ("I have arranged a shared decision making visit with our NP.", F),
         ("SDM visit w/ H. Brandt NP on 2/16/26.", H),
+        ("SDM completed 01/05/2026. Follow-up SDM visit will be scheduled.", H),
+        ("Will consider shared decision making if EF stays low.", N),  # considered, not planned
     ],
 )
-def test_a_visit_arranged_or_booked_is_a_plan(text, expected, read):
-    assert state(SHARED_DECISION, make_case(text), read) is expected
+def test_a_finding_only_planned_has_not_happened_yet(text, expected, read):
+    case = make_case(text, doc_date="2026-03-01", as_of="2026-03-10")
+    assert state(SHARED_DECISION, case, read) is expected
+
+
+def test_a_planned_condition_is_no_evidence_about_a_finding_expected_absent(read):
+    no_sdm = SHARED_DECISION.model_copy(update={"expect": "absent"})
+    case = make_case("Will schedule shared decision making.", as_of="2026-03-10")
+    assert state(no_sdm, case, read) is N
 
 
 @pytest.mark.parametrize(
