@@ -304,7 +304,12 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
     present_says = _Says.HOLDS if atom.expect == "present" else _Says.FAILS
     absent_says = _Says.FAILS if atom.expect == "present" else _Says.HOLDS
     observations: list[_Observation] = []
-    named = [v for v in reading.facts_named(names, atom.codes) if _on_topic(atom, reading, v)]
+    other = tuple(atom.not_when)
+    named = [
+        v
+        for v in reading.facts_named(names, atom.codes)
+        if _on_topic(atom, reading, v) and not _named_other(v, other, reading)
+    ]
     for view in named:
         is_present = fact_presence(view, reading)
         if is_present is None:
@@ -328,6 +333,8 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
         spans = reading.find_in(view.fact.value, names)
         if not spans or not _on_topic(atom, reading, view):
             continue
+        if _stands_before(view.fact.value, spans[0][0], other, reading):
+            continue
         stance = reading.context.stances(view.fact.value, spans)[0]
         if not stance.about_patient:
             continue
@@ -345,6 +352,8 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
     for mention in reading.mentions(names):
         if not _on_topic(atom, reading, mention.sentence.text):
             continue
+        if _preceded_by(mention, other, reading):
+            continue  # "APRN license": another thing of the same name
         if _planned(mention, reading):
             if mention.stance.planned:
                 planned.append(mention)
@@ -746,7 +755,11 @@ def _named_other(view: FactView, words: tuple[str, ...], reading: CaseReading) -
 
 def _preceded_by(mention: Mention, words: tuple[str, ...], reading: CaseReading) -> bool:
     """Whether one of `words` stands right before the mention ("Supervising practitioner")."""
-    before = mention.sentence.text[max(0, mention.start - 30) : mention.start]
+    return _stands_before(mention.sentence.text, mention.start, words, reading)
+
+
+def _stands_before(text: str, start: int, words: tuple[str, ...], reading: CaseReading) -> bool:
+    before = text[max(0, start - 30) : start]
     return bool(words) and bool(reading.find_in(before, words))
 
 

@@ -243,12 +243,14 @@ class ContextReader:
         """What a form line says about a name: its value ("X: denies") or its unchecked box."""
         if unchecked(text, start):
             return Stance(hypothetical=True)
-        colon = text.find(":", end)
+        colon = _answer_mark(text, end)
         if colon < 0 or colon - end > 60 or ":" in text[start:end] or "." in text[end:colon]:
             return Stance()
         value = form_value(text[colon + 1 :])
         if value is None or value_defers(value):
             return Stance(hypothetical=True, planned=bool(value and self._plans.match(value)))
+        if text[colon] == "?" and len(re.findall(r"\w+", text[end:colon])) > _QUESTION_TAIL:
+            return Stance()  # "LBP related to prior surgery? [x] no" denies the relation
         negates = self._value_negates(value)
         return Stance(negated=negates == "name")
 
@@ -352,6 +354,7 @@ _VALUE_DEFERS = re.compile(
 )
 _BOX = re.compile(r"\[\s*[xX✓✔]?\s*\]|[☐☑☒]|\(\s*[xX✓✔]?\s*\)")
 _CHECKED = re.compile(r"\[\s*[xX✓✔]\s*\]|[☑☒]|\(\s*[xX✓✔]\s*\)")
+_BOX_AHEAD = re.compile(rf"[^\S\n]*(?:{_BOX.pattern})")
 
 
 def form_value(value: str) -> str | None:
@@ -430,6 +433,16 @@ def _label_end(text: str, start: int) -> int:
     while _in_clock_time(text, colon):
         colon = text.rfind(":", 0, colon)
     return colon + 1 if colon >= 0 else 0
+
+
+def _answer_mark(text: str, end: int) -> int:
+    """Where a form's answer to the name begins: the colon after a label, or the question mark
+    of a question answered by boxes ("Holds a current license?  [ ] yes [x] no"); -1 if none."""
+    colon = text.find(":", end)
+    question = text.find("?", end)
+    if question >= 0 and (colon < 0 or question < colon) and _BOX_AHEAD.match(text, question + 1):
+        return question
+    return colon
 
 
 def _next_label(text: str, end: int) -> int:
@@ -567,6 +580,8 @@ class CaseReading:
                 stance = by_name if _negates_itself(sentence.text[start:end]) else by_name | by_head
                 if clause != sentence.text and _declined(clause, start, end):
                     stance = Stance(negated=True, family=stance.family)  # "ECT discussed; declined"
+                if self._blank_field(sentence, end):
+                    stance = Stance(hypothetical=True)  # "Adverse effects:" left empty
                 if stance.negated and _denies_recurrence(sentence.text, start, end):
                     # "no myocardial infarction since 2024": denies a new one, affirms the old
                     stance = Stance(
@@ -578,6 +593,20 @@ class CaseReading:
                 mentions.append(Mention(sentence, start, end, stance))
         return mentions
 
+    def _blank_field(self, sentence: Sentence, end: int) -> bool:
+        """Whether the name labels a field left empty: nothing after its colon, and the next
+        line is another field ("Adverse effects:" then "Psychotherapy: CBT") or there is none.
+        A label whose content follows on its own lines is a heading, not a blank."""
+        if sentence.text[end:].strip() != ":":
+            return False
+        following = self.sentences[sentence.index + 1 : sentence.index + 2]
+        if not following or (following[0].doc_id, following[0].page) != (
+            sentence.doc_id,
+            sentence.page,
+        ):
+            return True
+        return _FIELD.match(following[0].text) is not None
+
     def _clause_of(self, sentence: Sentence) -> str:
         """The sentence, joined to the next one when only a semicolon parts them."""
         following = self.sentences[sentence.index + 1 : sentence.index + 2]
@@ -587,6 +616,13 @@ class CaseReading:
         if (after.doc_id, after.page) != (sentence.doc_id, sentence.page):
             return sentence.text
         return f"{sentence.text} {after.text}"
+
+
+_QUESTION_TAIL = 2
+"""Words a form's question may carry after the name for its "no" to deny the name ("Holds a
+current acupuncture license? [x] no"); with more, it asks something else about the name."""
+_FIELD = re.compile(r"[A-Za-z][^:\n]{0,60}:(?!\d)")
+"""A line that opens with a "Label:" of its own."""
 
 
 def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
@@ -648,6 +684,8 @@ def _sentence_spans(page: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     start = 0
     for boundary in _SENTENCE_END.finditer(page):
+        if page[boundary.start() - 1] == "?" and _BOX_AHEAD.match(page, boundary.end()):
+            continue  # "Holds a current license?  [ ] yes [x] no": a question and its answer
         _add_bounded(spans, page, start, boundary.start())
         start = boundary.end()
     _add_bounded(spans, page, start, len(page))

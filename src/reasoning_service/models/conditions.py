@@ -153,7 +153,17 @@ class Derivation(_Strict):
         return self
 
 
-class QuantityAtom(_AtomBase, _Plausible):
+class _OtherNamed(_Strict):
+    not_when: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        default_factory=list, max_length=100
+    )
+    """Words that mark another thing or person of the same name when they stand right before
+    the name in a sentence or in a fact's name: `residual` AHI on treatment, a `goal` weight,
+    a `supervising` practitioner, an `APRN` license. Such mentions and facts are ignored (for
+    a quantity, also every value of a document whose title names one: a `download` report)."""
+
+
+class QuantityAtom(_AtomBase, _Plausible, _OtherNamed):
     """A measured value compared to a threshold (`AHI ≥ 15 events/hour`, `BMI ≥ 35 kg/m2`)."""
 
     kind: Literal["quantity"]
@@ -165,10 +175,6 @@ class QuantityAtom(_AtomBase, _Plausible):
     """Compute the value from other measurements when the case does not state it."""
     select: Literal["all", "latest"] = "all"
     """`all`: every value found must agree; `latest`: the value of the latest dated source."""
-    not_when: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
-    """Words that mark another measurement of the same name when they stand right before the
-    name in a sentence, in a fact's name or in the document's title (`residual` AHI on
-    treatment, `goal` weight, a `download` report): such values are ignored."""
     prefer: Literal["all", "facts"] = "all"
     """`facts`: when a trusted fact (or the demographics) gives the value, text values are not
     read (an age is the patient's; "appendectomy age 15" in a history is another age)."""
@@ -199,7 +205,7 @@ class QuantityAtom(_AtomBase, _Plausible):
         return self
 
 
-class FindingAtom(_AtomBase):
+class FindingAtom(_AtomBase, _OtherNamed):
     """A clinical finding documented as present, or documented as absent."""
 
     kind: Literal["finding"]
@@ -250,7 +256,7 @@ class TimeWindowAtom(_AtomBase):
         return self
 
 
-class CategoryAtom(_AtomBase):
+class CategoryAtom(_AtomBase, _OtherNamed):
     """The concept's value is one of a set (a stage or class, initial vs renewal, device type)."""
 
     kind: Literal["category"]
@@ -263,10 +269,6 @@ class CategoryAtom(_AtomBase):
     value_anywhere: bool = False
     """Also count a value's words anywhere in the case text, not only next to the concept
     (for values named by distinctive phrases, such as a drug or a device type)."""
-    not_when: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
-    """Words that mark another subject of the same name when they stand right before the name
-    in a sentence or in a fact's name ("supervising practitioner", `referring_physician`):
-    such values are ignored."""
     in_documents_naming: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
     """Read values in the text only of documents that name one of these: a header such as
     "Physician: …" names the author of every note, and only the note that places the order

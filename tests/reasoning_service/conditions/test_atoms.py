@@ -403,6 +403,68 @@ def test_a_finding_only_planned_has_not_happened_yet(text, expected, read):
     assert state(SHARED_DECISION, case, read) is expected
 
 
+ACUPUNCTURE_LICENSE = FindingAtom(
+    kind="finding",
+    id="license",
+    label="Acupuncture license",
+    concept="acupuncture license",
+    aliases=["license"],
+    not_when=["APRN", "nursing"],
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("8. Holds a current acupuncture license?  [ ] yes [x] no", F),
+        ("8. Holds a current acupuncture license?  [x] yes [ ] no", H),
+        ("8. Holds a current acupuncture license?  [ ] yes [ ] no", N),  # not answered
+        ("Acupuncture license suspended for review?  [ ] yes [x] no", H),  # asks of the license
+        ("Is this visit covered? [x] no. Acupuncture license on file.", H),
+    ],
+)
+def test_a_question_answered_by_boxes_says_what_its_checked_box_says(text, expected, read):
+    assert state(ACUPUNCTURE_LICENSE, make_case(text), read) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Practicing under APRN license, Board of Nursing #R-22 (active).", N),
+        ("Nursing license active; acupuncture license pending.", N),
+        ("License: L.Ac. #4471, active.", H),
+    ],
+)
+def test_a_finding_ignores_a_name_that_words_before_it_make_another_thing(text, expected, read):
+    assert state(ACUPUNCTURE_LICENSE, make_case(text), read) is expected
+
+
+def test_a_fact_named_as_another_thing_is_no_evidence(read):
+    case = make_case("x", facts=[{"field": "provider.nursingLicense", "value": "active"}])
+    assert state(ACUPUNCTURE_LICENSE, case, read) is N
+
+
+INTOLERANCE = FindingAtom(
+    kind="finding",
+    id="ae",
+    label="Intolerance",
+    concept="adverse effects",
+    aliases=["side effects"],
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Medication trials: citalopram 20 mg\nAdverse effects:\nPsychotherapy: CBT weekly", N),
+        ("Medication trials: citalopram 20 mg\nAdverse effects:", N),  # the page ends
+        ("Adverse effects:\nGI upset and insomnia on citalopram, stopped at 3 weeks.", H),
+    ],
+)
+def test_a_field_left_blank_says_nothing_but_a_heading_over_its_content_does(text, expected, read):
+    assert state(INTOLERANCE, make_case(text), read) is expected
+
+
 def test_a_planned_condition_is_no_evidence_about_a_finding_expected_absent(read):
     no_sdm = SHARED_DECISION.model_copy(update={"expect": "absent"})
     case = make_case("Will schedule shared decision making.", as_of="2026-03-10")
