@@ -243,6 +243,8 @@ class ContextReader:
         """What a form line says about a name: its value ("X: denies") or its unchecked box."""
         if unchecked(text, start):
             return Stance(hypothetical=True)
+        if self._in_deferred_value(text, start):
+            return Stance(hypothetical=True)
         colon = _answer_mark(text, end)
         if colon < 0 or colon - end > 60 or ":" in text[start:end] or "." in text[end:colon]:
             return Stance()
@@ -253,6 +255,17 @@ class ContextReader:
             return Stance()  # "LBP related to prior surgery? [x] no" denies the relation
         negates = self._value_negates(value)
         return Stance(negated=negates == "name")
+
+    @staticmethod
+    def _in_deferred_value(text: str, start: int) -> bool:
+        """Whether the name stands in the first clause of a field's value that puts the field
+        off ("Supervising physician: pending - clinic is finalizing a supervision
+        arrangement"): nothing in it is done yet."""
+        label_end = _label_end(text, start)
+        if not label_end or re.search(r"[,;.]", text[label_end:start]):
+            return False
+        value = form_value(text[label_end:])
+        return value is not None and value_defers(value)
 
     def _outcome_cut(self, text: str, end: int) -> int:
         """Where the name's own part of the line ends: before a "Label: no response" value,

@@ -444,6 +444,22 @@ def test_a_fact_named_as_another_thing_is_no_evidence(read):
     assert state(ACUPUNCTURE_LICENSE, case, read) is N
 
 
+SUPERVISED = FindingAtom(kind="finding", id="supervised", label="Supervised", concept="supervision")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Supervising MD: pending - clinic is finalizing a supervision arrangement.", N),
+        ("Supervising MD: to follow - supervision by Dr. Park from May.", N),
+        ("Plan: pending MRI results, continue weekly supervision by Dr. Park.", H),  # next clause
+        ("Supervising MD: Dr. Park; supervision on site.", H),
+    ],
+)
+def test_a_name_inside_a_value_that_puts_the_field_off_is_not_done(text, expected, read):
+    assert state(SUPERVISED, make_case(text), read) is expected
+
+
 INTOLERANCE = FindingAtom(
     kind="finding",
     id="ae",
