@@ -768,6 +768,7 @@ def test_a_labels_negated_outcome_is_not_a_negation_of_the_label(text, expected,
         ("Not able to drive due to stroke.", H),
         ("No contraindication to thrombolysis after the stroke.", H),
         ("Stroke deficits, now resolved.", F),
+        ("Stroke with left hemiparesis and aphasia (I63.9) - dysphagia resolved.", H),  # reach 4
         ("Stroke-naive per neurology.", F),  # "-naive": never had it
         ("No stroke; no change in gait.", F),
         ("No new stroke, and no change in his other medications.", F),
