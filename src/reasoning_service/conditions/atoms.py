@@ -378,16 +378,7 @@ def _only_planned(
     visit in April" plans no stroke."""
     if atom.expect != "present" or any(o.says is _Says.HOLDS and o.trusted for o in observations):
         return []
-    return [
-        _Observation(
-            _Says.FAILS,
-            m.sentence.evidence(),
-            f"{m.text!r} only planned",
-            date=m.sentence.date,
-            name=m.text,
-        )
-        for m in planned
-    ]
+    return [_said_in(mention, _Says.FAILS, "only planned") for mention in planned]
 
 
 def _on_topic(atom: FindingAtom, reading: CaseReading, where: str | FactView) -> bool:
@@ -400,8 +391,9 @@ def _on_topic(atom: FindingAtom, reading: CaseReading, where: str | FactView) ->
     return bool(reading.find_in(where, tuple(atom.topic)))
 
 
-def _said_in(mention: Mention, says: _Says) -> _Observation:
-    word = "negated" if mention.stance.negated else "mentioned"
+def _said_in(mention: Mention, says: _Says, word: str = "") -> _Observation:
+    """`says` from a mention, noted as `word` (by default "negated" or "mentioned")."""
+    word = word or ("negated" if mention.stance.negated else "mentioned")
     return _Observation(
         says,
         mention.sentence.evidence(),

@@ -243,7 +243,7 @@ class ContextReader:
         """What a form line says about a name: its value ("X: denies") or its unchecked box."""
         if unchecked(text, start):
             return Stance(hypothetical=True)
-        if self._in_deferred_value(text, start):
+        if _in_deferred_value(text, start):
             return Stance(hypothetical=True)
         colon = _answer_mark(text, end)
         if colon < 0 or colon - end > 60 or ":" in text[start:end] or "." in text[end:colon]:
@@ -252,20 +252,9 @@ class ContextReader:
         if value is None or value_defers(value):
             return Stance(hypothetical=True, planned=bool(value and self._plans.match(value)))
         if text[colon] == "?" and len(re.findall(r"\w+", text[end:colon])) > _QUESTION_TAIL:
-            return Stance()  # "LBP related to prior surgery? [x] no" denies the relation
+            return Stance()  # "Pain related to prior surgery? [x] no" denies the relation
         negates = self._value_negates(value)
         return Stance(negated=negates == "name")
-
-    @staticmethod
-    def _in_deferred_value(text: str, start: int) -> bool:
-        """Whether the name stands in the first clause of a field's value that puts the field
-        off ("Supervising physician: pending - clinic is finalizing a supervision
-        arrangement"): nothing in it is done yet."""
-        label_end = _label_end(text, start)
-        if not label_end or re.search(r"[,;.]", text[label_end:start]):
-            return False
-        value = form_value(text[label_end:])
-        return value is not None and value_defers(value)
 
     def _outcome_cut(self, text: str, end: int) -> int:
         """Where the name's own part of the line ends: before a "Label: no response" value,
@@ -448,6 +437,17 @@ def _label_end(text: str, start: int) -> int:
     return colon + 1 if colon >= 0 else 0
 
 
+def _in_deferred_value(text: str, start: int) -> bool:
+    """Whether `start` stands in the first clause of a field's value that puts the field off
+    ("Supervising physician: pending - clinic is finalizing a supervision arrangement"):
+    nothing in it is done yet."""
+    label_end = _label_end(text, start)
+    if not label_end or re.search(r"[,;.]", text[label_end:start]):
+        return False
+    value = form_value(text[label_end:])
+    return value is not None and value_defers(value)
+
+
 def _answer_mark(text: str, end: int) -> int:
     """Where a form's answer to the name begins: the colon after a label, or the question mark
     of a question answered by boxes ("Holds a current license?  [ ] yes [x] no"); -1 if none."""
@@ -612,28 +612,28 @@ class CaseReading:
         A label whose content follows on its own lines is a heading, not a blank."""
         if sentence.text[end:].strip() != ":":
             return False
+        after = self._next_on_page(sentence)
+        return after is None or _FIELD.match(after.text) is not None
+
+    def _clause_of(self, sentence: Sentence) -> str:
+        """The sentence, joined to the next one when only a semicolon parts them."""
+        after = self._next_on_page(sentence) if sentence.text.endswith(";") else None
+        return sentence.text if after is None else f"{sentence.text} {after.text}"
+
+    def _next_on_page(self, sentence: Sentence) -> Sentence | None:
+        """The sentence after this one, if it stands on the same page."""
         following = self.sentences[sentence.index + 1 : sentence.index + 2]
         if not following or (following[0].doc_id, following[0].page) != (
             sentence.doc_id,
             sentence.page,
         ):
-            return True
-        return _FIELD.match(following[0].text) is not None
-
-    def _clause_of(self, sentence: Sentence) -> str:
-        """The sentence, joined to the next one when only a semicolon parts them."""
-        following = self.sentences[sentence.index + 1 : sentence.index + 2]
-        if not sentence.text.endswith(";") or not following:
-            return sentence.text
-        (after,) = following
-        if (after.doc_id, after.page) != (sentence.doc_id, sentence.page):
-            return sentence.text
-        return f"{sentence.text} {after.text}"
+            return None
+        return following[0]
 
 
 _QUESTION_TAIL = 2
 """Words a form's question may carry after the name for its "no" to deny the name ("Holds a
-current acupuncture license? [x] no"); with more, it asks something else about the name."""
+current state license? [x] no"); with more, it asks something else about the name."""
 _FIELD = re.compile(r"[A-Za-z][^:\n]{0,60}:(?!\d)")
 """A line that opens with a "Label:" of its own."""
 
