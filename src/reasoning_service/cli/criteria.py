@@ -46,7 +46,9 @@ kinds:
   {"formula": "weight / height ** 2", "inputs": {"weight": {"concept", "aliases", "unit"}}},
   "select" ("all" | "latest"), "not_when" [words right before the name that mark another
   measurement, e.g. "residual", "goal"].
-- "finding": "expect" ("present" | "absent").
+- "finding": "expect" ("present" | "absent"), optional "denied_by" [broader names whose denial
+  covers it, e.g. "no surgical history"], "topic" [words one of which must share the sentence
+  for a mention to count], "not_when" [words right before the name that mark another thing].
 - "time_window": "relation" ("within" | "at_least" | "between" with "amount_max"), "amount",
   "unit" ("days" | "weeks" | "months" | "years"), optional "reference" {"concept", "aliases"}.
 - "category": "values" {value: [words that name it]}, "allowed" [values], optional
