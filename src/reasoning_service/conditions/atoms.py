@@ -1143,6 +1143,12 @@ def _category(
                     mention.sentence.date,
                 )
             )
+    authored = _documents_affirming(atom.author_of_documents_naming, reading)
+    for sentence, role in reading.authors(authored):
+        for value in _values_in(role, value_names, reading)[:1]:
+            found.append(
+                (value, sentence.evidence(), f"author {role!r}: {value}", True, sentence.date)
+            )
     if atom.value_anywhere:
         for value, words in value_names.items():
             for mention in _about(reading.mentions(words)):
@@ -1168,6 +1174,15 @@ def _documents_naming(words: list[str], reading: CaseReading) -> set[str] | None
     if not words:
         return None
     return {m.sentence.doc_id for m in reading.mentions(reading.names(words[0], words))}
+
+
+def _documents_affirming(words: list[str], reading: CaseReading) -> set[str]:
+    """The documents that state one of `words` as done: a consult that leaves the order "to be
+    placed by PCP" is not the note that places it."""
+    if not words:
+        return set()
+    mentions = reading.mentions(reading.names(words[0], words))
+    return {m.sentence.doc_id for m in mentions if m.stance.affirmed}
 
 
 def _read_in(mention: Mention, documents: set[str] | None) -> bool:

@@ -606,6 +606,23 @@ class CaseReading:
                 mentions.append(Mention(sentence, start, end, stance))
         return mentions
 
+    def authors(self, doc_ids: set[str]) -> list[tuple[Sentence, str]]:
+        """The lines of these documents that sign or head them, with what they say of the
+        author: the line from the credential on, and a short title line under it that holds
+        no field ("Psychiatrist", "Silver Pines Geriatric Psychiatry")."""
+        found = []
+        for sentence in self.sentences:
+            if sentence.doc_id not in doc_ids:
+                continue
+            role = self.vocabulary.author_role(sentence.text)
+            if role is None:
+                continue
+            below = self._next_on_page(sentence)
+            if below is not None and _title_line(below.text, self.vocabulary):
+                role = f"{role}\n{below.text}"
+            found.append((sentence, role))
+        return found
+
     def _blank_field(self, sentence: Sentence, end: int) -> bool:
         """Whether the name labels a field left empty: nothing after its colon, and the next
         line is another field ("Adverse effects:" then "Psychotherapy: CBT") or there is none.
@@ -629,6 +646,19 @@ class CaseReading:
         ):
             return None
         return following[0]
+
+
+_TITLE_WORDS = 10
+
+
+def _title_line(text: str, vocabulary: Vocabulary) -> bool:
+    """A line under a signature that can only be the signer's title or practice."""
+    return (
+        ":" not in text
+        and len(text.split()) <= _TITLE_WORDS
+        and vocabulary.author_role(text) is None
+        and not any(char.isdigit() for char in text)
+    )
 
 
 _QUESTION_TAIL = 2

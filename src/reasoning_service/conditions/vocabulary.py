@@ -78,6 +78,13 @@ class Vocabulary(BaseModel):
     is judged of it (`contraindication`): in "Sertraline 8 weeks: no response" and "no
     contraindication to rTMS" the negation is of the outcome, not of the thing."""
 
+    credentials: list[str] = Field(default_factory=list)
+    """Degrees and licenses written after a clinician's name (`MD`, `DO`, `NP`, `LCSW`): a line
+    that opens with a name and one of them signs or heads a document."""
+    author_labels: list[str] = Field(default_factory=list)
+    """Labels that make the name after them a document's author (`Provider`, `Signed by`);
+    a name after any other label is someone else ("Referral source: Alan Whitby, MD")."""
+
     def expand(self, names: list[str]) -> list[str]:
         """`names` plus every member of a synonym group that one of them belongs to."""
         keys = {normalise_words(name) for name in names}
@@ -91,17 +98,34 @@ class Vocabulary(BaseModel):
     _spellings: tuple[str, ...] = PrivateAttr(default=())
     _abbreviations: dict[str, str] = PrivateAttr(default_factory=dict)
     _relatives: frozenset[str] = PrivateAttr(default=frozenset())
+    _author_labels: frozenset[str] = PrivateAttr(default=frozenset())
     _outcome: re.Pattern[str] | None = PrivateAttr(default=None)
+    _author: re.Pattern[str] | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: object, /) -> None:
         """Prepare the unit spellings once: every number read in a note looks them up."""
         self._units = {key.lower(): value for key, value in self.unit_spellings.items()}
         self._spellings = tuple(sorted(self._units, key=len, reverse=True))
         self._abbreviations = {k.lower(): v for k, v in self.field_abbreviations.items()}
+        self._author_labels = frozenset(label.lower() for label in self.author_labels)
         self._relatives = frozenset(w for n in self.relative_words for w in normalise_words(n))
         if self.outcome_words:
             spelled = "|".join(re.escape(word) for word in self.outcome_words)
             self._outcome = re.compile(rf"\b(?:{spelled})\b", re.I)
+        if self.credentials:
+            self._author = _author_pattern(self.credentials)
+
+    def author_role(self, line: str) -> str | None:
+        """What a line that names a document's author says of them, from their credentials on
+        ("MD, Psychiatry" of "Lena Marsh, MD, Psychiatry | seen 2026-02-11"); None when the
+        line names no author."""
+        match = self._author.match(line) if self._author is not None else None
+        if match is None:
+            return None
+        label = match.group("label")
+        if label is not None and label.strip().lower() not in self._author_labels:
+            return None
+        return match.group("role")
 
     def spelled_out(self, words: tuple[str, ...]) -> tuple[str, ...]:
         """Field-name words with abbreviations written in full (may be `words` itself)."""
@@ -127,6 +151,19 @@ class Vocabulary(BaseModel):
     def unit_for(self, spelling: str) -> str | None:
         """The pint unit a spelling in a note stands for (`lbs` -> `lb`), or None."""
         return self._units.get(spelling.lower().strip())
+
+
+def _author_pattern(credentials: list[str]) -> re.Pattern[str]:
+    """A line that opens with an optional "Label:", a capitalised name of two to four words,
+    a comma and a credential; the role is the rest of the line from the credential on. A
+    credential that runs on into words ("Dana Ruiz, LMFT, with no change in her scores") or a
+    colon is a sentence about the clinician, not a signature."""
+    spelled = "|".join(re.escape(c) for c in sorted(credentials, key=len, reverse=True))
+    return re.compile(
+        r"(?:(?P<label>[A-Za-z][A-Za-z /-]{0,40}):\s*)?(?:Dr\.?\s+)?"
+        r"[A-Z][\w'’.-]*(?:[ \t]+[A-Z][\w'’.-]*){1,3},[ \t]*"
+        rf"(?P<role>(?:{spelled})(?![A-Za-z])(?![,:;]?[ \t]*[a-z:]).*)"
+    )
 
 
 def load_vocabulary(path: Path | None) -> Vocabulary:

@@ -273,6 +273,12 @@ class CategoryAtom(_AtomBase, _OtherNamed):
     """Read values in the text only of documents that name one of these: a header such as
     "Physician: …" names the author of every note, and only the note that places the order
     speaks of the ordering physician. Facts are read wherever they come from."""
+    author_of_documents_naming: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list, max_length=50
+    )
+    """The concept is the author of a document naming one of these (the note that places the
+    order): what its signature or header says after the author's name counts as a value
+    ("Lena Marsh, MD, Psychiatry"; "Anjali Mehra, DO" above "Diplomate, … (Psychiatry)")."""
 
     @model_validator(mode="after")
     def _check_allowed(self) -> CategoryAtom:

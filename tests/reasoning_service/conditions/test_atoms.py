@@ -327,6 +327,44 @@ def test_a_category_can_be_read_only_in_the_documents_that_name_its_subject(read
     assert state(in_order, case, read) is H
 
 
+ORDERING_AUTHOR = ORDERED_BY_SURGEON.model_copy(
+    update={"author_of_documents_naming": ["order", "ordered", "ordering"]}
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Jane Poe, MD, Orthopaedic Surgery\nOrder: knee MRI without contrast.", H),
+        ("Order: knee MRI without contrast.\nJane Poe, MD\nBoard certified in surgery", H),
+        ("Provider: Jane Poe, DO (Neurology)\nKnee MRI ordered today.", F),
+        ("Signed: Jane Poe, DO - surgery clinic\nKnee MRI ordered.", H),
+        # another person's line, not the author's
+        ("Referral source: Ann Lee, MD (Neurology)\nKnee MRI ordered.", N),
+        # a sentence about a clinician is no signature
+        ("Ann Lee, MD, with neurology, saw her first.\nKnee MRI ordered.", N),
+        ("Ann Lee, MD: neurology follow-up done.\nKnee MRI ordered.", N),
+        # the line under the signature is a title only when it holds no field or date
+        ("Knee MRI ordered.\nJane Poe, MD\nReferred by neurology on 2/3/2026", N),
+        # a note that leaves the order to someone else is not the ordering note
+        ("Ann Lee, MD, Neurology\nOrder to be placed by the surgeon.", N),
+        # with no signature or header, the author is unknown
+        ("Knee MRI ordered. Follow-up with surgery in 2 weeks.", N),
+    ],
+)
+def test_the_author_of_the_ordering_note_is_read_from_its_signature(text, expected, read):
+    assert state(ORDERING_AUTHOR, make_case(text), read) is expected
+
+
+def test_only_notes_that_place_the_order_name_its_author(read):
+    """A neurology consult in the same bundle is signed too, but it orders nothing."""
+    case = make_case("Jane Poe, MD, Surgery\nKnee MRI ordered.")
+    consult = {"doc_id": "neuro", "title": "Consult", "pages": ["Ann Lee, MD, Neurology\nSeen."]}
+    case.documents.append(type(case.documents[0]).model_validate(consult))
+    assert state(ORDERING_AUTHOR, case, read) is H
+    assert state(ORDERED_BY_SURGEON, case, read) is N
+
+
 def test_a_category_value_in_a_fact_and_in_the_request(read):
     case = make_case("x", facts=[{"field": "nyhaClass", "value": "II"}])
     assert state(NYHA, case, read) is H
@@ -396,6 +434,7 @@ def test_a_form_says_what_its_checked_box_says_and_a_deferral_says_nothing(text,
         ("SDM visit w/ H. Brandt NP on 2/16/26.", H),
         ("SDM completed 01/05/2026. Follow-up SDM visit will be scheduled.", H),
         ("Will consider shared decision making if EF stays low.", N),  # considered, not planned
+        ("Shared decision making visit to be completed with the EP team.", F),
     ],
 )
 def test_a_finding_only_planned_has_not_happened_yet(text, expected, read):
