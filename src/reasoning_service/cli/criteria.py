@@ -53,8 +53,10 @@ kinds:
   "unit" ("days" | "weeks" | "months" | "years"), optional "reference" {"concept", "aliases"}.
 - "category": "values" {value: [words that name it]}, "allowed" [values], optional
   "min_count", "value_anywhere", "in_documents_naming" [words a document must name for
-  its text to count, e.g. the ordered treatment for an "ordering physician"], "not_when"
-  [words right before the name that mark another person or thing, e.g. "supervising"].
+  its text to count, e.g. the ordered treatment for an "ordering physician"],
+  "author_of_documents_naming" [words of the note whose signer is the concept, e.g. "ordered"
+  for an "ordering physician"], "not_when" [words right before the name that mark another
+  person or thing, e.g. "supervising"].
 Thresholds and comparators exactly as written; every conjunct an atom of its own; negations
 as "expect": "absent" or "not"."""
 RETRY_PROMPT = (
