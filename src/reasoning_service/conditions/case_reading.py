@@ -246,12 +246,14 @@ class ContextReader:
         if _in_deferred_value(text, start):
             return Stance(hypothetical=True)
         colon = _answer_mark(text, end)
-        if colon < 0 or colon - end > 60 or ":" in text[start:end] or "." in text[end:colon]:
+        between = _LEADER.sub(" ", text[end:colon])
+        if colon < 0 or colon - end > 60 or ":" in text[start:end] or "." in between:
             return Stance()
-        value = form_value(text[colon + 1 :])
+        value = _yes_no(text, colon) or form_value(text[colon + 1 :])
         if value is None or value_defers(value):
             return Stance(hypothetical=True, planned=bool(value and self._plans.match(value)))
-        if text[colon] == "?" and len(re.findall(r"\w+", text[end:colon])) > _QUESTION_TAIL:
+        question = between.split("?")[0] if "?" in text[end : colon + 1] else None
+        if question is not None and len(re.findall(r"\w+", question)) > _QUESTION_TAIL:
             return Stance()  # "Pain related to prior surgery? [x] no" denies the relation
         negates = self._value_negates(value)
         return Stance(negated=negates == "name")
@@ -357,6 +359,14 @@ _VALUE_DEFERS = re.compile(
 _BOX = re.compile(r"\[\s*[xX✓✔]?\s*\]|[☐☑☒]|\(\s*[xX✓✔]?\s*\)")
 _CHECKED = re.compile(r"\[\s*[xX✓✔]\s*\]|[☑☒]|\(\s*[xX✓✔]\s*\)")
 _BOX_AHEAD = re.compile(rf"[^\S\n]*(?:{_BOX.pattern})")
+_YES_NO_LABEL = re.compile(r"\bY(?:es)?[^\S\n]*/[^\S\n]*N(?:o)?[^\S\n]*:$", re.I)
+_YES_NO_ANSWER = re.compile(r"[^\S\n]*(Y|N|Yes|No)\b(?!/)", re.I)
+_ANSWER_AHEAD = re.compile(
+    rf"[^\S\n]*(?:{_BOX.pattern}|Y(?:es)?[^\S\n]*/[^\S\n]*N(?:o)?[^\S\n]*:)", re.I
+)
+"""A question's or a dotted label's answer on the same line: a box or a "Y/N:" field."""
+_LEADER = re.compile(r"\.{2,}")
+"""Dots that lead a form's label to its answer ("Prior lumbar surgery ........ Y/N: N")."""
 
 
 def form_value(value: str) -> str | None:
@@ -446,6 +456,17 @@ def _in_deferred_value(text: str, start: int) -> bool:
         return False
     value = form_value(text[label_end:])
     return value is not None and value_defers(value)
+
+
+def _yes_no(text: str, colon: int) -> str | None:
+    """The answer after a "Y/N:" label ("Seizure hx Y/N: N"), as "yes" or "no"; None when the
+    colon is not one."""
+    if not _YES_NO_LABEL.search(text, 0, colon + 1):
+        return None
+    answer = _YES_NO_ANSWER.match(text, colon + 1)
+    if answer is None:
+        return None
+    return ("yes" if answer.group(1).lower().startswith("y") else "no") + text[answer.end() :]
 
 
 def _answer_mark(text: str, end: int) -> int:
@@ -727,7 +748,11 @@ def _sentence_spans(page: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     start = 0
     for boundary in _SENTENCE_END.finditer(page):
-        if page[boundary.start() - 1] == "?" and _BOX_AHEAD.match(page, boundary.end()):
+        answered = _ANSWER_AHEAD.match(page, boundary.end()) is not None
+        if answered and (
+            page[boundary.start() - 1] == "?"
+            or _LEADER.search(page, boundary.start() - 2, boundary.start())
+        ):
             continue  # "Holds a current license?  [ ] yes [x] no": a question and its answer
         _add_bounded(spans, page, start, boundary.start())
         start = boundary.end()

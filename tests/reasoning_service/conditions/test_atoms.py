@@ -394,6 +394,21 @@ def test_label_lines_are_read_for_negation_and_family(text, expected, read):
     assert state(STROKE, make_case(text), read) is expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Stroke / cerebrovascular dz Y/N: N", F),
+        ("Prior stroke ................................ Y/N: Y", H),
+        ("Prior stroke ........ Y/N: N\nCurrently pregnant ........ Y/N: N", F),
+        ("Stroke documented?   Y/N: N  (to be confirmed with neurology)", F),
+        ("Stroke caused by the fall in March?  Y/N: N", H),  # denies the cause, not the stroke
+        ("Stroke? yes/no: yes", H),
+    ],
+)
+def test_a_y_n_field_answers_its_label_or_question(text, expected, read):
+    assert state(STROKE, make_case(text), read) is expected
+
+
 SHARED_DECISION = FindingAtom(
     kind="finding",
     id="sdm",
