@@ -478,7 +478,7 @@ def fact_presence(view: FactView, reading: CaseReading) -> bool | None:
         return True
     words = reading.vocabulary.fact_words
     shown = form_value(value)
-    if shown is None or value_defers(shown):
+    if shown is None or value_defers(shown) or _PUT_OFF_PART.search(shown):
         return None
     text = shown.lower()
     if text in (w.lower() for w in words.absent):
@@ -489,6 +489,12 @@ def fact_presence(view: FactView, reading: CaseReading) -> bool | None:
     if first in {"no", "none", "negative", "denies", "denied", "absent", "not", "never"}:
         return False
     return bool(text)
+
+
+_PUT_OFF_PART = re.compile(
+    r"[(;,\-–]\s*(?:pending|scheduled|planned|to be\b|awaiting|tbd\b|not yet\b)", re.I
+)
+"""A part of a fact's value that puts it off: "2026-02-20 (scheduled)", "ordered - pending"."""
 
 
 def _short(value: object) -> str:
@@ -875,7 +881,11 @@ def _time_window(
             return []
         reference = max(dates)
     observations = []
-    for elapsed in _elapsed(atom, reading, reference, min_confidence):
+    found = _elapsed(atom, reading, reference, min_confidence)
+    exact = [e.days for e in found if e.days is not None and e.span is None and e.trusted]
+    for elapsed in found:
+        if elapsed.span is not None and any(_within(day, elapsed.span) for day in exact):
+            continue  # "since October" agrees with the onset date 2025-10-10; the date decides
         if elapsed.days is None:
             observations.append(
                 _Observation(_Says.FAILS, elapsed.evidence, elapsed.note, elapsed.trusted)
@@ -890,6 +900,10 @@ def _time_window(
             _Observation(says, elapsed.evidence, note, elapsed.trusted, elapsed.date)
         )
     return observations
+
+
+def _within(day: float, span: tuple[float, float]) -> bool:
+    return span[0] <= day <= span[1]
 
 
 def _in_window(atom: TimeWindowAtom, days: float) -> bool:

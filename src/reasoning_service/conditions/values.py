@@ -443,8 +443,8 @@ def _to_date(groups: tuple[str | None, ...], order: str) -> dt.date | None:
             case "dMy":
                 return dt.date(int(groups[2]), _MONTHS[groups[1].lower()], int(groups[0]))
             case "PMy":
-                day = _PART_OF_MONTH[groups[0].lower()]
-                return dt.date(int(groups[2]), _MONTHS[groups[1].lower()], day)  # its middle
+                day = _PART_OF_MONTH[groups[0].lower()][0] + 4  # _period widens it to the part
+                return dt.date(int(groups[2]), _MONTHS[groups[1].lower()], day)
             case "My":
                 return dt.date(int(groups[1]), _MONTHS[groups[0].lower()], 15)
             case "my":
@@ -468,7 +468,7 @@ _BARE_MONTH = re.compile(
     r"(?!\.?,?\s*\d)",
     re.I,
 )
-_PART_OF_MONTH = {"early": 5, "mid": 15, "late": 25}
+_PART_OF_MONTH = {"early": (1, 10), "mid": (11, 20), "late": (21, 31)}
 
 
 def year_at_either_end(text: str) -> list[TimePoint]:
@@ -492,12 +492,18 @@ def _year_point(found: re.Match[str]) -> TimePoint:
 
 
 def month_only(text: str, today: dt.date) -> list[TimePoint]:
-    """A bare month ("since March", "mid-December") as its latest occurrence before `today`."""
+    """A bare month ("since March", "mid-December") as its latest occurrence before `today`:
+    the period it names (all of December; the 11th to the 20th for "mid-December"), since any
+    of its days may be the one meant."""
     points: list[TimePoint] = []
     for match in _BARE_MONTH.finditer(text):
         month = _MONTHS[match.group(3).lower()]
         part = (match.group(2) or match.group(1) or "").lower()
         year = today.year if month <= today.month else today.year - 1
-        day = _PART_OF_MONTH.get(part, 1)
-        points.append(TimePoint(dt.date(year, month, day), match.start(3), match.end(3)))
+        last = calendar.monthrange(year, month)[1]
+        first_day, last_day = _PART_OF_MONTH.get(part, (1, last))
+        earliest = dt.date(year, month, first_day)
+        latest = dt.date(year, month, min(last_day, last))
+        middle = earliest + (latest - earliest) / 2
+        points.append(TimePoint(middle, match.start(3), match.end(3), earliest, latest))
     return points

@@ -263,18 +263,39 @@ def test_an_order_requirement_fails_only_on_dates_that_break_the_order(
     assert (verdict.state, verdict.by_silence) == (expected, by_silence)
 
 
+PAIN_12_WEEKS = TimeWindowAtom(
+    kind="time_window",
+    id="lbp",
+    label="LBP ≥ 12 weeks",
+    concept="low back pain",
+    aliases=["pain onset"],
+    relation="at_least",
+    amount=12,
+    unit="weeks",
+)
+
+
 def test_a_duration_counts_from_the_note_date_to_as_of(read):
-    pain = TimeWindowAtom(
-        kind="time_window",
-        id="lbp",
-        label="LBP ≥ 12 weeks",
-        concept="low back pain",
-        relation="at_least",
-        amount=12,
-        unit="weeks",
-    )
+    pain = PAIN_12_WEEKS
     assert state(pain, make_case("Low back pain for 14 weeks.", doc_date="2026-02-20"), read) is H
     assert state(pain, make_case("Low back pain for 8 weeks.", doc_date="2026-02-20"), read) is F
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # as_of 2026-03-02: December is 61 to 91 days before, and 12 weeks is 84
+        ("Low back pain that began in December.", C),
+        ("Low back pain since early November.", H),  # Nov 1-10: 112 to 121 days
+        ("Low back pain since late December.", F),  # Dec 21-31: 61 to 71 days
+        # a day inside the month decides; the month agrees with it
+        ("Low back pain since December.\nPain onset: 2025-12-01.", H),
+        ("Low back pain since December.\nPain onset: 2025-12-20.", F),
+    ],
+)
+def test_a_bare_month_is_every_day_of_it_until_a_day_in_it_is_written(text, expected, read):
+    case = make_case(text, doc_date="2026-03-02", as_of="2026-03-02")
+    assert state(PAIN_12_WEEKS, case, read) is expected
 
 
 @pytest.mark.parametrize(
@@ -454,6 +475,19 @@ def test_a_form_says_what_its_checked_box_says_and_a_deferral_says_nothing(text,
 )
 def test_a_finding_only_planned_has_not_happened_yet(text, expected, read):
     case = make_case(text, doc_date="2026-03-01", as_of="2026-03-10")
+    assert state(SHARED_DECISION, case, read) is expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("2026-04-08 (scheduled)", N),
+        ("EP visit - pending", N),
+        ("done 2026-02-11, with the EP team", H),
+    ],
+)
+def test_a_fact_whose_value_puts_the_finding_off_says_nothing_of_it(value, expected, read):
+    case = make_case("Follow-up in clinic.", facts=[{"field": "sdm", "value": value}])
     assert state(SHARED_DECISION, case, read) is expected
 
 
