@@ -356,8 +356,10 @@ _VALUE_DEFERS = re.compile(
     r"|see\b|refer to\b|(?:available\s+)?(?:up)?on\s+request\b|not\s+(?:attached|included)\b)",
     re.I,
 )
-_BOX = re.compile(r"\[\s*[xX✓✔]?\s*\]|[☐☑☒]|\(\s*[xX✓✔]?\s*\)")
-_CHECKED = re.compile(r"\[\s*[xX✓✔]\s*\]|[☑☒]|\(\s*[xX✓✔]\s*\)")
+_BOX = re.compile(r"\[\s*[xX✓✔]?\s*\]|[☐☑☒✓✔]|\(\s*[xX✓✔]?\s*\)|(?<![^\s:])_{2,}(?=[^\S\n]+\w)")
+_CHECKED = re.compile(r"\[\s*[xX✓✔]\s*\]|[☑☒✓✔]|\(\s*[xX✓✔]\s*\)")
+"""Boxes of a form: "[x]", "☒", "(X)", a bare tick "✓", and a blank "__" before an option
+("__ NYHA class IV" on a checklist whose ticks mark yes)."""
 _BOX_AHEAD = re.compile(rf"[^\S\n]*(?:{_BOX.pattern})")
 _YES_NO_LABEL = re.compile(r"\bY(?:es)?[^\S\n]*/[^\S\n]*N(?:o)?[^\S\n]*:$", re.I)
 _YES_NO_ANSWER = re.compile(r"[^\S\n]*(Y|N|Yes|No)\b(?!/)", re.I)

@@ -1161,6 +1161,19 @@ def test_an_option_whose_box_is_unchecked_is_no_value(text, expected, read):
     assert state(RENEWAL, make_case(text), read) is expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Checklist (✓ = yes):\n ✓  Prior stroke\n __ Diabetes", H),
+        ("Checklist (✓ = yes):\n ✓  Diabetes\n __ Prior stroke", N),
+        ("Checklist (✓ = yes):\n __ Prior stroke\nNeuro: residual weakness after stroke.", H),
+        ("Stroke: ______", N),  # a blank to fill in
+    ],
+)
+def test_a_tick_checks_an_option_and_a_blank_before_one_leaves_it_unchecked(text, expected, read):
+    assert state(STROKE, make_case(text), read) is expected
+
+
 RENDERING_PHYSICIAN = CategoryAtom(
     kind="category",
     id="rendering_physician",
