@@ -253,7 +253,7 @@ class ContextReader:
         if value is None or value_defers(value):
             return Stance(hypothetical=True, planned=bool(value and self._plans.match(value)))
         question = between.split("?")[0] if "?" in text[end : colon + 1] else None
-        if question is not None and len(re.findall(r"\w+", question)) > _QUESTION_TAIL:
+        if question is not None and _ASKS_OF_ANOTHER.search(question):
             return Stance()  # "Pain related to prior surgery? [x] no" denies the relation
         negates = self._value_negates(value)
         return Stance(negated=negates == "name")
@@ -684,9 +684,19 @@ def _title_line(text: str, vocabulary: Vocabulary) -> bool:
     )
 
 
-_QUESTION_TAIL = 2
-"""Words a form's question may carry after the name for its "no" to deny the name ("Holds a
-current state license? [x] no"); with more, it asks something else about the name."""
+_ASKS_OF_ANOTHER = re.compile(
+    r"\b(?:related|relat\w+|due|caused|cause|secondary|attributed|attributable|associated"
+    r"|because|from|after|since|within|during|before|prior|past|last|over|more|less|than"
+    r"|by|in|at|on|of|to|for|with|without|other|another|besides|except"
+    r"|suspended|revoked|restricted|expired|lapsed|inactive|denied|failed|discontinued"
+    r"|stopped|resolved|limited|worse|worsening|improved|changed)\b",
+    re.I,
+)
+"""Words after the name that make a form's question ask about something else than the name:
+its cause, its time, another person, a change of its state ("Pain related to prior surgery?
+[x] no" has pain; "Stroke within 6 months? Y/N: N" may have an older stroke; "License
+suspended? [x] no" has a license). Without them, the question's words
+only finish naming it ("Life-limiting non-cardiac illness?  Y/N: N") and its "no" denies it."""
 _FIELD = re.compile(r"[A-Za-z][^:\n]{0,60}:(?!\d)")
 """A line that opens with a "Label:" of its own."""
 

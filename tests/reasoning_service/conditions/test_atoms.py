@@ -423,6 +423,7 @@ def test_label_lines_are_read_for_negation_and_family(text, expected, read):
         ("Prior stroke ........ Y/N: N\nCurrently pregnant ........ Y/N: N", F),
         ("Stroke documented?   Y/N: N  (to be confirmed with neurology)", F),
         ("Stroke caused by the fall in March?  Y/N: N", H),  # denies the cause, not the stroke
+        ("Stroke or transient ischemic attack, ever?  Y/N: N", F),  # words that only name it
         ("Stroke? yes/no: yes", H),
     ],
 )
@@ -508,6 +509,8 @@ ACUPUNCTURE_LICENSE = FindingAtom(
         ("8. Holds a current acupuncture license?  [x] yes [ ] no", H),
         ("8. Holds a current acupuncture license?  [ ] yes [ ] no", N),  # not answered
         ("Acupuncture license suspended for review?  [ ] yes [x] no", H),  # asks of the license
+        ("Acupuncture license suspended?  [ ] yes [x] no", H),
+        ("Current acupuncture license verified?  [ ] yes [x] no", F),
         ("Is this visit covered? [x] no. Acupuncture license on file.", H),
     ],
 )
