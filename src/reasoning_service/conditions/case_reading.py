@@ -359,7 +359,7 @@ _VALUE_DEFERS = re.compile(
 _BOX = re.compile(r"\[\s*[xX✓✔]?\s*\]|[☐☑☒✓✔]|\(\s*[xX✓✔]?\s*\)|(?<![^\s:])_{2,}(?=[^\S\n]+\w)")
 _CHECKED = re.compile(r"\[\s*[xX✓✔]\s*\]|[☑☒✓✔]|\(\s*[xX✓✔]\s*\)")
 """Boxes of a form: "[x]", "☒", "(X)", a bare tick "✓", and a blank "__" before an option
-("__ NYHA class IV" on a checklist whose ticks mark yes)."""
+("__ Prior stroke" on a checklist whose ticks mark yes)."""
 _BOX_AHEAD = re.compile(rf"[^\S\n]*(?:{_BOX.pattern})")
 _YES_NO_LABEL = re.compile(r"\bY(?:es)?[^\S\n]*/[^\S\n]*N(?:o)?[^\S\n]*:$", re.I)
 _YES_NO_ANSWER = re.compile(r"[^\S\n]*(Y|N|Yes|No)\b(?!/)", re.I)
