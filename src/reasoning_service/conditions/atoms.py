@@ -494,7 +494,9 @@ def fact_presence(view: FactView, reading: CaseReading) -> bool | None:
 _PUT_OFF_PART = re.compile(
     r"[(;,\-–]\s*(?:pending|scheduled|planned|to be\b|awaiting|tbd\b|not yet\b)", re.I
 )
-"""A part of a fact's value that puts it off: "2026-02-20 (scheduled)", "ordered - pending"."""
+"""A later part of a fact's value that puts it off: "2026-02-20 (scheduled)", "ordered -
+pending". Unlike a whole value, a later part that only points elsewhere ("done (see attached)")
+takes nothing back."""
 
 
 def _short(value: object) -> str:

@@ -361,11 +361,11 @@ _CHECKED = re.compile(r"\[\s*[xX✓✔]\s*\]|[☑☒✓✔]|\(\s*[xX✓✔]\s*\)
 """Boxes of a form: "[x]", "☒", "(X)", a bare tick "✓", and a blank "__" before an option
 ("__ Prior stroke" on a checklist whose ticks mark yes)."""
 _BOX_AHEAD = re.compile(rf"[^\S\n]*(?:{_BOX.pattern})")
-_YES_NO_LABEL = re.compile(r"\bY(?:es)?[^\S\n]*/[^\S\n]*N(?:o)?[^\S\n]*:$", re.I)
+_YES_NO = r"Y(?:es)?[^\S\n]*/[^\S\n]*N(?:o)?[^\S\n]*:"
+"""A "Y/N:" field's label ("Seizure hx Y/N: N")."""
+_YES_NO_LABEL = re.compile(rf"\b{_YES_NO}$", re.I)
 _YES_NO_ANSWER = re.compile(r"[^\S\n]*(Y|N|Yes|No)\b(?!/)", re.I)
-_ANSWER_AHEAD = re.compile(
-    rf"[^\S\n]*(?:{_BOX.pattern}|Y(?:es)?[^\S\n]*/[^\S\n]*N(?:o)?[^\S\n]*:)", re.I
-)
+_ANSWER_AHEAD = re.compile(rf"[^\S\n]*(?:{_BOX.pattern}|{_YES_NO})", re.I)
 """A question's or a dotted label's answer on the same line: a box or a "Y/N:" field."""
 _LEADER = re.compile(r"\.{2,}")
 """Dots that lead a form's label to its answer ("Prior lumbar surgery ........ Y/N: N")."""
@@ -672,6 +672,7 @@ class CaseReading:
 
 
 _TITLE_WORDS = 10
+"""Longest line under a signature that is still read as the signer's title."""
 
 
 def _title_line(text: str, vocabulary: Vocabulary) -> bool:
@@ -695,8 +696,8 @@ _ASKS_OF_ANOTHER = re.compile(
 """Words after the name that make a form's question ask about something else than the name:
 its cause, its time, another person, a change of its state ("Pain related to prior surgery?
 [x] no" has pain; "Stroke within 6 months? Y/N: N" may have an older stroke; "License
-suspended? [x] no" has a license). Without them, the question's words
-only finish naming it ("Life-limiting non-cardiac illness?  Y/N: N") and its "no" denies it."""
+suspended? [x] no" has a license). Without them, the question's words only finish naming it
+("Life-limiting non-cardiac illness?  Y/N: N") and its "no" denies it."""
 _FIELD = re.compile(r"[A-Za-z][^:\n]{0,60}:(?!\d)")
 """A line that opens with a "Label:" of its own."""
 

@@ -276,9 +276,10 @@ class CategoryAtom(_AtomBase, _OtherNamed):
     author_of_documents_naming: list[Annotated[str, Field(min_length=1)]] = Field(
         default_factory=list, max_length=50
     )
-    """The concept is the author of a document naming one of these (the note that places the
-    order): what its signature or header says after the author's name counts as a value
-    ("Lena Marsh, MD, Psychiatry"; "Anjali Mehra, DO" above "Diplomate, … (Psychiatry)")."""
+    """The concept is the author of a document that states one of these as done (the note that
+    places the order, not one that leaves it "to be placed by PCP"): what its signature or
+    header says from the author's credential on counts as a value ("Lena Marsh, MD,
+    Psychiatry"; "Anjali Mehra, DO" above "Diplomate, … (Psychiatry)")."""
 
     @model_validator(mode="after")
     def _check_allowed(self) -> CategoryAtom:
