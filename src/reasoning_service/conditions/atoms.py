@@ -23,6 +23,7 @@ from reasoning_service.conditions.case_reading import (
     Mention,
     Sentence,
     form_value,
+    part_defers,
     unchecked,
     value_defers,
 )
@@ -478,7 +479,7 @@ def fact_presence(view: FactView, reading: CaseReading) -> bool | None:
         return True
     words = reading.vocabulary.fact_words
     shown = form_value(value)
-    if shown is None or value_defers(shown) or _PUT_OFF_PART.search(shown):
+    if shown is None or value_defers(shown) or part_defers(shown):
         return None
     text = shown.lower()
     if text in (w.lower() for w in words.absent):
@@ -489,14 +490,6 @@ def fact_presence(view: FactView, reading: CaseReading) -> bool | None:
     if first in {"no", "none", "negative", "denies", "denied", "absent", "not", "never"}:
         return False
     return bool(text)
-
-
-_PUT_OFF_PART = re.compile(
-    r"[(;,\-–]\s*(?:pending|scheduled|planned|to be\b|awaiting|tbd\b|not yet\b)", re.I
-)
-"""A later part of a fact's value that puts it off: "2026-02-20 (scheduled)", "ordered -
-pending". Unlike a whole value, a later part that only points elsewhere ("done (see attached)")
-takes nothing back."""
 
 
 def _short(value: object) -> str:
@@ -1159,12 +1152,13 @@ def _category(
                     mention.sentence.date,
                 )
             )
-    authored = _documents_affirming(atom.author_of_documents_naming, reading)
-    for sentence, role in reading.authors(authored):
-        for value in _values_in(role, value_names, reading)[:1]:
-            found.append(
-                (value, sentence.evidence(), f"author {role!r}: {value}", True, sentence.date)
-            )
+    if atom.author_of_documents_naming:
+        authored = _documents_naming(atom.author_of_documents_naming, reading, as_done=True)
+        for sentence, role in reading.authors(authored or set()):
+            for value in _values_in(role, value_names, reading)[:1]:
+                found.append(
+                    (value, sentence.evidence(), f"author {role!r}: {value}", True, sentence.date)
+                )
     if atom.value_anywhere:
         for value, words in value_names.items():
             for mention in _about(reading.mentions(words)):
@@ -1184,21 +1178,17 @@ def _category(
     return _category_observations(atom, found)
 
 
-def _documents_naming(words: list[str], reading: CaseReading) -> set[str] | None:
+def _documents_naming(
+    words: list[str], reading: CaseReading, *, as_done: bool = False
+) -> set[str] | None:
     """The documents that name one of `words`, in any stance (a note that rules TMS out still
-    speaks of it); None when there are no words: every document is read."""
+    speaks of it), or with `as_done` only those that state it as done (a consult that leaves
+    the order "to be placed by PCP" is not the note that places it); None when there are no
+    words: every document is read."""
     if not words:
         return None
-    return {m.sentence.doc_id for m in reading.mentions(reading.names(words[0], words))}
-
-
-def _documents_affirming(words: list[str], reading: CaseReading) -> set[str]:
-    """The documents that state one of `words` as done: a consult that leaves the order "to be
-    placed by PCP" is not the note that places it."""
-    if not words:
-        return set()
     mentions = reading.mentions(reading.names(words[0], words))
-    return {m.sentence.doc_id for m in mentions if m.stance.affirmed}
+    return {m.sentence.doc_id for m in mentions if not as_done or m.stance.affirmed}
 
 
 def _read_in(mention: Mention, documents: set[str] | None) -> bool:

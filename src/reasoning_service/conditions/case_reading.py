@@ -37,6 +37,7 @@ __all__ = [
     "Sentence",
     "Stance",
     "form_value",
+    "part_defers",
     "unchecked",
     "value_defers",
 ]
@@ -351,11 +352,14 @@ _VALUE_NEGATES = re.compile(
     r"|without\b|nil\b|deferred\b|incomplete\b)",
     re.I,
 )
+_PLANS = r"pending|to be\b|planned|scheduled|awaiting|tbd\b"
+"""Words that put a thing off to later."""
 _VALUE_DEFERS = re.compile(
-    r"\s*(?:pending|requested|to be\b|to follow\b|planned|scheduled|awaiting|tbd\b"
+    rf"\s*(?:{_PLANS}|requested|to follow\b"
     r"|see\b|refer to\b|(?:available\s+)?(?:up)?on\s+request\b|not\s+(?:attached|included)\b)",
     re.I,
 )
+_PART_DEFERS = re.compile(rf"[(;,\-–]\s*(?:{_PLANS}|not yet\b)", re.I)
 _BOX = re.compile(r"\[\s*[xX✓✔]?\s*\]|[☐☑☒✓✔]|\(\s*[xX✓✔]?\s*\)|(?<![^\s:])_{2,}(?=[^\S\n]+\w)")
 _CHECKED = re.compile(r"\[\s*[xX✓✔]\s*\]|[☑☒✓✔]|\(\s*[xX✓✔]\s*\)")
 """Boxes of a form: "[x]", "☒", "(X)", a bare tick "✓", and a blank "__" before an option
@@ -394,6 +398,13 @@ def value_defers(value: str) -> bool:
     "scheduled 03/12", "to follow", "see EP note", "available upon request" state nothing
     done."""
     return _VALUE_DEFERS.match(value) is not None
+
+
+def part_defers(value: str) -> bool:
+    """Whether a later part of a value puts the thing off: "2026-02-20 (scheduled)", "ordered -
+    pending". Unlike a whole value, a later part that only points elsewhere ("done (see
+    attached)") takes nothing back."""
+    return _PART_DEFERS.search(value) is not None
 
 
 _CONNECTING = (

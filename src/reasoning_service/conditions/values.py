@@ -417,16 +417,20 @@ def _period(date: dt.date, order: str) -> tuple[dt.date | None, dt.date | None]:
     if order == "y":
         return dt.date(date.year, 1, 1), dt.date(date.year, 12, 31)
     if order in ("My", "my", "ym"):
-        last = calendar.monthrange(date.year, date.month)[1]
-        return date.replace(day=1), date.replace(day=last)
+        return _days_of(date.year, date.month)
     if order in ("Sy", "Py"):
         return date - dt.timedelta(days=45), date + dt.timedelta(days=45)
-    if order == "PMy":  # early 1-10, mid 11-20, late 21 to the month's end
-        last = calendar.monthrange(date.year, date.month)[1]
-        return date.replace(day=date.day - 4), date.replace(
-            day=last if date.day > 20 else date.day + 5
-        )
+    if order == "PMy":  # the part of the month whose middle `date` is
+        part = next(p for p, (first, last) in _PART_OF_MONTH.items() if first <= date.day <= last)
+        return _days_of(date.year, date.month, part)
     return None, None
+
+
+def _days_of(year: int, month: int, part: str = "") -> tuple[dt.date, dt.date]:
+    """The first and last day of a month, or of its early, mid or late part."""
+    last = calendar.monthrange(year, month)[1]
+    first_day, last_day = _PART_OF_MONTH.get(part, (1, last))
+    return dt.date(year, month, first_day), dt.date(year, month, min(last_day, last))
 
 
 def _to_date(groups: tuple[str | None, ...], order: str) -> dt.date | None:
@@ -500,10 +504,7 @@ def month_only(text: str, today: dt.date) -> list[TimePoint]:
         month = _MONTHS[match.group(3).lower()]
         part = (match.group(2) or match.group(1) or "").lower()
         year = today.year if month <= today.month else today.year - 1
-        last = calendar.monthrange(year, month)[1]
-        first_day, last_day = _PART_OF_MONTH.get(part, (1, last))
-        earliest = dt.date(year, month, first_day)
-        latest = dt.date(year, month, min(last_day, last))
+        earliest, latest = _days_of(year, month, part)
         middle = earliest + (latest - earliest) / 2
         points.append(TimePoint(middle, match.start(3), match.end(3), earliest, latest))
     return points
