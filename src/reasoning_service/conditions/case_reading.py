@@ -154,7 +154,8 @@ class FactView:
         return self.fact.source.quote if self.fact.source is not None else ""
 
     def named_by(self, key: tuple[str, ...]) -> bool:
-        """Whether the field name contains `key` as whole words, as written or spelled out."""
+        """Whether the field name has `key`'s words side by side, in any order, as written or
+        spelled out."""
         return _contains(self.words, key) or _contains(self.spelled, key)
 
     def evidence(self) -> CaseEvidence:
@@ -574,7 +575,8 @@ class CaseReading:
         """Facts bound to an atom: by code first, then by name.
 
         A fact coded with one of `codes` binds (first in the list). A fact whose field name
-        contains one of `names` as whole words binds too, unless it is coded in a system that
+        contains one of `names` as whole words, side by side in any order (`sessionsRequested`
+        for "requested sessions"), binds too, unless it is coded in a system that
         `codes` also uses and with none of them: then the codes say it is another concept.
         A relative's fact (`fhx.dcm`) binds only to an atom that itself names relatives.
         """
@@ -756,9 +758,10 @@ def _doc_of(fact: Fact) -> str | None:
 def _contains(words: tuple[str, ...], key: tuple[str, ...]) -> bool:
     if len(key) > len(words):
         return "".join(key) in {"".join(words)}
-    return any(words[i : i + len(key)] == key for i in range(len(words) - len(key) + 1)) or (
-        "".join(key) == "".join(words)
-    )
+    wanted = sorted(key)
+    return any(
+        sorted(words[i : i + len(key)]) == wanted for i in range(len(words) - len(key) + 1)
+    ) or ("".join(key) == "".join(words))
 
 
 def _value_text(value: object) -> str:

@@ -741,9 +741,17 @@ REQUESTED_VISITS = QuantityAtom(
 
 @pytest.mark.parametrize(
     ("field", "expected"),
-    [("Req.Visits", F), ("request_visits", F), ("reqVisits", F), ("Rx.Visits", N)],
+    [
+        ("Req.Visits", F),
+        ("request_visits", F),
+        ("reqVisits", F),
+        ("visitsRequested", F),
+        ("Visits.Req", F),
+        ("Rx.Visits", N),
+        ("visits.prior.requested", N),
+    ],
 )
-def test_a_field_name_binds_with_its_abbreviations_written_out(field, expected, read):
+def test_a_field_name_binds_with_its_abbreviations_written_out_in_any_order(field, expected, read):
     case = make_case("Plan of care.", facts=[{"field": field, "value": 16}])
     assert state(REQUESTED_VISITS, case, read) is expected
 
