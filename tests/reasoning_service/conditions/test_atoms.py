@@ -97,6 +97,9 @@ def state(atom, case, read) -> AtomState:
         ("She worries about a stroke like her father's.", C),  # a fear is no diagnosis
         ("Neurology and I consider this a stroke.", H),  # a judgement, not a plan
         ("Will consider stroke workup if symptoms recur.", N),  # "B." ends a sentence, not a name
+        ("She asks about stroke prevention.", N),  # a wish or a question is no history
+        ("Wants off the stroke clinic's trial drug.", N),  # "off" inside a wish denies nothing
+        ("Stroke in 2019; she would like to avoid another stroke.", H),
     ],
 )
 def test_a_finding_reads_negation_family_history_and_hypotheticals(text, expected, read):
