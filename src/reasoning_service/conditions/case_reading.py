@@ -349,7 +349,7 @@ class ContextReader:
 _NEGATION_BEFORE = re.compile(r"\b(?:not|never|no|without|nor)\b|n't\b", re.I)
 _VALUE_NEGATES = re.compile(
     r"\s*(?:(?:has|have|had|was|were|is|did|does)\s+)?"
-    r"(?:no\b|none\b|denie[sd]\b|negative\b|absent\b|not\b|never\b|declined\b|n/?a\b"
+    r"(?:no\b|none\b|denie[sd]\b|negative\b|neg\b|absent\b|not\b|never\b|declined\b|n/?a\b"
     r"|without\b|nil\b|deferred\b|incomplete\b)",
     re.I,
 )

@@ -410,6 +410,7 @@ def test_a_category_value_in_a_fact_and_in_the_request(read):
     [
         ("PSH: No prior stroke.", F),  # a label does not swallow the negation after it
         ("Stroke: never.", F),
+        ("Stroke/TIA: neg -- no deficits, no imaging findings.", F),
         ("Neither a stroke nor a TIA.", F),
         ("Family history: stroke in both parents.", N),  # the label makes it a relative's
     ],
@@ -876,6 +877,7 @@ def test_a_labels_negated_outcome_is_not_a_negation_of_the_label(text, expected,
         ("No new stroke, and no change in his other medications.", F),
         ("Stroke: has not had a stroke.", F),
         ("Stroke: never.", F),
+        ("Stroke/TIA: neg -- no deficits, no imaging findings.", F),
     ],
 )
 def test_a_negated_outcome_or_compound_is_no_negation_of_the_name_after_it(text, expected, read):
