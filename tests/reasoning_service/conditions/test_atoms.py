@@ -100,6 +100,10 @@ def state(atom, case, read) -> AtomState:
         ("She asks about stroke prevention.", N),  # a wish or a question is no history
         ("Wants off the stroke clinic's trial drug.", N),  # "off" inside a wish denies nothing
         ("Stroke in 2019; she would like to avoid another stroke.", H),
+        ("Carotid stroke imaging has been ordered.", F),  # ordered: not done yet
+        ("The stroke clinic visit is pending.", F),
+        ("Discharge once stroke excluded on MRI.", N),
+        ("Once weekly stroke clinic visits since the stroke in May.", H),
     ],
 )
 def test_a_finding_reads_negation_family_history_and_hypotheticals(text, expected, read):
