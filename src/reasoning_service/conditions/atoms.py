@@ -482,14 +482,16 @@ def fact_presence(view: FactView, reading: CaseReading) -> bool | None:
     if shown is None or value_defers(shown) or part_defers(shown):
         return None
     text = shown.lower()
-    if text in (w.lower() for w in words.absent):
-        return False
-    if text in (w.lower() for w in words.present):
-        return True
-    first = text.split()[0].strip(".,;:") if text.split() else ""
-    if first in {"no", "none", "negative", "denies", "denied", "absent", "not", "never"}:
+    if any(_starts_with(text, word) for word in words.absent):
         return False
     return bool(text)
+
+
+def _starts_with(text: str, word: str) -> bool:
+    """Whether `text` is `word` or opens with it as whole words ("none known", "self-referred
+    (employer program)")."""
+    word = word.lower()
+    return text.startswith(word) and not text[len(word) : len(word) + 1].isalnum()
 
 
 def _short(value: object) -> str:

@@ -2,7 +2,7 @@
 
 Nothing here names a policy or a condition: synonym groups widen an atom's aliases, unit
 spellings map what notes write (`kg/m2`, `lbs`, `events/h`) to pint units, extra ConText cues
-extend medspaCy's defaults, and fact words say which fact values mean present or absent.
+extend medspaCy's defaults, and fact words say which fact values mean absent.
 """
 
 from __future__ import annotations
@@ -50,8 +50,9 @@ class ContextCue(BaseModel):
 class FactWords(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    present: list[str] = Field(default_factory=list)
     absent: list[str] = Field(default_factory=list)
+    """Words that, as a fact's whole value or its opening words, say the thing is absent
+    ("none known", "self-referred (employer program)"); any other value says present."""
 
 
 class Vocabulary(BaseModel):

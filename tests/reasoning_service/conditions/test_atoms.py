@@ -110,6 +110,21 @@ def test_a_finding_reads_negation_family_history_and_hypotheticals(text, expecte
     assert state(STROKE, make_case(text), read) is expected
 
 
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("none known", F),
+        ("neg", F),
+        ("self-referred (employer program)", F),  # an order or referral by no clinician
+        ("nonetheless documented", H),  # a word that only begins like "none"
+        ("2019, left MCA", H),
+    ],
+)
+def test_a_fact_value_opening_with_an_absent_word_says_absent(value, expected, read):
+    case = make_case("Follow-up visit.", facts=[{"field": "history.stroke", "value": value}])
+    assert state(STROKE, case, read) is expected
+
+
 def test_a_finding_absent_needs_evidence_of_absence(read):
     absent = STROKE.model_copy(update={"expect": "absent"})
     assert state(absent, make_case("Patient denies stroke."), read) is H
