@@ -331,12 +331,12 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
     for view in reading.facts:
         if view in named or not isinstance(view.fact.value, str):
             continue
-        spans = reading.find_in(view.fact.value, names)
+        text, spans = _naming_value(view, names, reading)
         if not spans or not _on_topic(atom, reading, view):
             continue
-        if _stands_before(view.fact.value, spans[0][0], other, reading):
+        if _stands_before(text, spans[0][0], other, reading):
             continue
-        stance = reading.context.stances(view.fact.value, spans)[0]
+        stance = reading.context.stances(text, spans)[0]
         if not stance.about_patient:
             continue
         says = _Says.VAGUE if stance.possible else (absent_says if stance.negated else present_says)
@@ -380,6 +380,25 @@ def _only_planned(
     if atom.expect != "present" or any(o.says is _Says.HOLDS and o.trusted for o in observations):
         return []
     return [_said_in(mention, _Says.FAILS, "only planned") for mention in planned]
+
+
+def _naming_value(
+    view: FactView, names: tuple[str, ...], reading: CaseReading
+) -> tuple[str, list[tuple[int, int]]]:
+    """A fact's string value where it names the finding, else its field and a short value read
+    as one statement ("priorTms.outcome: response and remission" names a response to prior
+    TMS): the text read and the spans of the names in it."""
+    value = str(view.fact.value)
+    spans = reading.find_in(value, names)
+    if spans or len(value.split()) > _STATEMENT_WORDS:
+        return value, spans
+    label = " ".join(view.words) + " "
+    text = label + value
+    return text, [span for span in reading.find_in(text, names) if span[1] > len(label)]
+
+
+_STATEMENT_WORDS = 6
+"""The longest value read with its field name as one statement."""
 
 
 def _on_topic(atom: FindingAtom, reading: CaseReading, where: str | FactView) -> bool:

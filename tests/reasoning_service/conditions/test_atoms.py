@@ -125,6 +125,31 @@ def test_a_fact_value_opening_with_an_absent_word_says_absent(value, expected, r
     assert state(STROKE, case, read) is expected
 
 
+RESPONSE = FindingAtom(
+    kind="finding",
+    id="response",
+    label="Responded to the earlier course of therapy",
+    concept="response to prior therapy",
+    aliases=["prior therapy response"],
+)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("priorTherapy.outcome", "response and remission", H),
+        ("prior_therapy.result", "no response", N),  # not read as naming it: no evidence
+        ("priorTherapy.outcome", "response documented in the outside summary of 2023", N),
+        ("currentTherapy.outcome", "response", N),
+    ],
+)
+def test_a_short_fact_value_reads_with_its_field_name_as_one_statement(
+    field, value, expected, read
+):
+    case = make_case("Follow-up visit.", facts=[{"field": field, "value": value}])
+    assert state(RESPONSE, case, read) is expected
+
+
 def test_a_finding_absent_needs_evidence_of_absence(read):
     absent = STROKE.model_copy(update={"expect": "absent"})
     assert state(absent, make_case("Patient denies stroke."), read) is H
