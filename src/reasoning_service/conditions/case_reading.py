@@ -346,6 +346,8 @@ class ContextReader:
         return True
 
 
+_REST_OF_LABEL = re.compile(r"(?:[^\S\n]+[A-Za-z][\w/-]*){0,3}[^\S\n]*:[^\S\n]*")
+"""The end of a label after the name: at most three more words, then its colon."""
 _NEGATION_BEFORE = re.compile(r"\b(?:not|never|no|without|nor)\b|n't\b", re.I)
 _VALUE_NEGATES = re.compile(
     r"\s*(?:(?:has|have|had|was|were|is|did|does)\s+)?"
@@ -660,10 +662,11 @@ class CaseReading:
         return found
 
     def _blank_field(self, sentence: Sentence, end: int) -> bool:
-        """Whether the name labels a field left empty: nothing after its colon, and the next
-        line is another field ("Adverse effects:" then "Psychotherapy: CBT") or there is none.
-        A label whose content follows on its own lines is a heading, not a blank."""
-        if sentence.text[end:].strip() != ":":
+        """Whether the name labels a field left empty: nothing after its colon (a few words of
+        the label may follow the name: "Decision tool used:"), and the next line is another
+        field ("Adverse effects:" then "Psychotherapy: CBT") or there is none. A label whose
+        content follows on its own lines is a heading, not a blank."""
+        if _REST_OF_LABEL.fullmatch(sentence.text, end) is None:
             return False
         after = self._next_on_page(sentence)
         return after is None or _FIELD.match(after.text) is not None

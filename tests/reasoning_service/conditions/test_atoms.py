@@ -613,6 +613,7 @@ INTOLERANCE = FindingAtom(
     [
         ("Medication trials: citalopram 20 mg\nAdverse effects:\nPsychotherapy: CBT weekly", N),
         ("Medication trials: citalopram 20 mg\nAdverse effects:", N),  # the page ends
+        ("Adverse effects noted on therapy:\nPsychotherapy: CBT weekly", N),  # label words
         ("Adverse effects:\nGI upset and insomnia on citalopram, stopped at 3 weeks.", H),
     ],
 )
