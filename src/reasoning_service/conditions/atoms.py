@@ -956,7 +956,9 @@ def _elapsed(
                 _Elapsed(None, sentence.evidence(), f"{mention.text!r} negated", True, None)
             )
             continue
-        timing = _timing_near(mention, reading, reference)
+        timing = _timing_near(mention, reading, reference) or _dated_by_report(
+            mention, names, reading, reference
+        )
         if timing is not None:
             days, span = timing
             found.append(
@@ -992,6 +994,20 @@ def _timing_near(mention: Mention, reading: CaseReading, reference: dt.date) -> 
     if not candidates:
         return None
     return min(candidates, key=lambda candidate: (candidate[0], candidate[1][0]))[1]
+
+
+def _dated_by_report(
+    mention: Mention, names: tuple[str, ...], reading: CaseReading, reference: dt.date
+) -> _Timing | None:
+    """The date of a report whose title names the event ("Cardiac catheterization / staged
+    PCI report"), for a mention in it that states the event as done and gives no date of its
+    own: such a report records the procedure on the day it is dated."""
+    sentence = mention.sentence
+    if sentence.date is None or not mention.stance.affirmed:
+        return None
+    if not reading.find_in(reading.title_of(sentence.doc_id), names):
+        return None
+    return float((reference - sentence.date).days), None
 
 
 def _days_before(point: TimePoint, reference: dt.date, written: dt.date) -> _Timing:

@@ -569,6 +569,10 @@ class CaseReading:
     def as_of(self) -> dt.date:
         return self.case.reference_date
 
+    def title_of(self, doc_id: str) -> str:
+        """A document's title ("" when it has none)."""
+        return next((doc.title for doc in self.case.documents if doc.doc_id == doc_id), "")
+
     def names(self, concept: str, aliases: Iterable[str]) -> tuple[str, ...]:
         """An atom's names widened by the vocabulary's synonym groups."""
         return tuple(self.vocabulary.expand([concept, *aliases]))
