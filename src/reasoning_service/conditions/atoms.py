@@ -508,9 +508,10 @@ def fact_presence(view: FactView, reading: CaseReading) -> bool | None:
 
 def _starts_with(text: str, word: str) -> bool:
     """Whether `text` is `word` or opens with it as whole words ("none known", "self-referred
-    (employer program)")."""
+    (employer program)"; not "N-terminal pro-BNP" for "n")."""
     word = word.lower()
-    return text.startswith(word) and not text[len(word) : len(word) + 1].isalnum()
+    after = text[len(word) : len(word) + 1]
+    return text.startswith(word) and not (after.isalnum() or after in ("-", "/"))
 
 
 def _short(value: object) -> str:

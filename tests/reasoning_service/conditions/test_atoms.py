@@ -117,6 +117,8 @@ def test_a_finding_reads_negation_family_history_and_hypotheticals(text, expecte
         ("neg", F),
         ("self-referred (employer program)", F),  # an order or referral by no clinician
         ("nonetheless documented", H),  # a word that only begins like "none"
+        ("N-terminal pattern on CT", H),  # "n" (no) only as a word of its own
+        ("n/a", F),
         ("2019, left MCA", H),
     ],
 )
