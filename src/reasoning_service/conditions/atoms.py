@@ -1006,7 +1006,8 @@ def _dated_by_report(
     sentence = mention.sentence
     if sentence.date is None or not mention.stance.affirmed:
         return None
-    if not reading.find_in(reading.title_of(sentence.doc_id), names):
+    document = reading.case.document(sentence.doc_id)
+    if document is None or not reading.find_in(document.title, names):
         return None
     return float((reference - sentence.date).days), None
 

@@ -569,10 +569,6 @@ class CaseReading:
     def as_of(self) -> dt.date:
         return self.case.reference_date
 
-    def title_of(self, doc_id: str) -> str:
-        """A document's title ("" when it has none)."""
-        return next((doc.title for doc in self.case.documents if doc.doc_id == doc_id), "")
-
     def names(self, concept: str, aliases: Iterable[str]) -> tuple[str, ...]:
         """An atom's names widened by the vocabulary's synonym groups."""
         return tuple(self.vocabulary.expand([concept, *aliases]))
@@ -763,12 +759,10 @@ def _doc_of(fact: Fact) -> str | None:
 
 
 def _contains(words: tuple[str, ...], key: tuple[str, ...]) -> bool:
-    if len(key) > len(words):
-        return "".join(key) in {"".join(words)}
+    if "".join(key) == "".join(words):
+        return True
     wanted = sorted(key)
-    return any(
-        sorted(words[i : i + len(key)]) == wanted for i in range(len(words) - len(key) + 1)
-    ) or ("".join(key) == "".join(words))
+    return any(sorted(words[i : i + len(key)]) == wanted for i in range(len(words) - len(key) + 1))
 
 
 def _value_text(value: object) -> str:

@@ -30,6 +30,7 @@ def make_case(
     facts: list[dict[str, Any]] | None = None,
     as_of: str = "2026-03-01",
     doc_date: str = "2026-02-20",
+    doc_title: str = "Clinic note",
     **extra: Any,
 ) -> CaseBundle:
     """A case with one document whose pages are `pages`."""
@@ -39,7 +40,7 @@ def make_case(
             "as_of": as_of,
             "facts": facts or [],
             "documents": [
-                {"doc_id": "note-1", "title": "Clinic note", "date": doc_date, "pages": list(pages)}
+                {"doc_id": "note-1", "title": doc_title, "date": doc_date, "pages": list(pages)}
             ]
             if pages
             else [],

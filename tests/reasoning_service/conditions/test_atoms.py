@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reasoning_service.conditions.atoms import evaluate_atom
-from reasoning_service.models import AtomState, CaseBundle
+from reasoning_service.models import AtomState
 from reasoning_service.models.conditions import (
     CategoryAtom,
     FindingAtom,
@@ -275,14 +275,6 @@ def test_a_time_window_is_measured_back_from_as_of(text, expected, read):
     assert state(PCI_3_MONTHS, make_case(text, doc_date="2026-03-01"), read) is expected
 
 
-def report(title: str, text: str, date: str) -> CaseBundle:
-    """A case whose one document is a report titled `title`, dated `date`."""
-    document = {"doc_id": "rep-1", "title": title, "date": date, "pages": [text]}
-    return CaseBundle.model_validate(
-        {"case_id": "t-1", "as_of": "2026-03-01", "documents": [document]}
-    )
-
-
 @pytest.mark.parametrize(
     ("title", "text", "date", "expected"),
     [
@@ -295,7 +287,8 @@ def report(title: str, text: str, date: str) -> CaseBundle:
 def test_an_undated_event_in_a_report_named_for_it_happened_on_the_reports_date(
     title, text, date, expected, read
 ):
-    assert state(PCI_3_MONTHS, report(title, text, date), read) is expected
+    case = make_case(text, doc_date=date, doc_title=title)
+    assert state(PCI_3_MONTHS, case, read) is expected
 
 
 TRAINED_BEFORE_USE = TimeWindowAtom(
