@@ -554,10 +554,7 @@ def _quantity(
     if atom.derive is not None:
         values += _derived(atom.derive, atom.unit, reading, min_confidence)
     if atom.select == "latest":
-        dates = [v.date for v in values if v.date is not None]
-        if dates:
-            latest = max(dates)
-            values = [v for v in values if v.date == latest]
+        values = _latest(values)
     compare = _COMPARE[atom.comparator]
     observations = []
     for value in values:
@@ -577,6 +574,17 @@ def _quantity(
         kinds = [_kind_of(value, atom.kinds, reading) for value in values]
         return _per_kind(atom, list(zip(kinds, observations, strict=True)), reading)
     return observations
+
+
+def _latest(values: list[_Value]) -> list[_Value]:
+    """The values of the latest date, and every value of a fact field they hold: two facts of
+    one field that disagree are doubt however far apart their dates."""
+    dates = [v.date for v in values if v.date is not None]
+    if not dates:
+        return values
+    latest = max(dates)
+    fields = {v.evidence.field for v in values if v.date == latest and v.evidence.field}
+    return [v for v in values if v.date == latest or v.evidence.field in fields]
 
 
 def _kind_of(value: _Value, kinds: dict[str, list[str]], reading: CaseReading) -> str | None:
@@ -802,7 +810,8 @@ def _trends_in(value: object, reading: CaseReading) -> list[Measured]:
 def _derived(
     derivation: Derivation, unit: str, reading: CaseReading, min_confidence: float
 ) -> list[_Value]:
-    """Values computed from the inputs' values (every combination; disagreement shows up)."""
+    """Values computed from the inputs' values (every combination; disagreement shows up),
+    each as old as its oldest input: an old weight with today's height is an old BMI."""
     inputs = {
         name: _values(spec, spec.unit, reading, min_confidence)
         for name, spec in derivation.inputs.items()
@@ -828,7 +837,7 @@ def _derived(
                 first.evidence,
                 f"computed from {parts}",
                 all(v.trusted for v in combo.values()),
-                max(dates) if dates else None,
+                min(dates) if dates else None,
             )
         )
     return values

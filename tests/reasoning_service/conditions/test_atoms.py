@@ -261,6 +261,24 @@ def test_bmi_is_derived_from_weight_and_height_in_any_units(read):
     assert state(BMI, make_case("BMI 32 kg/m2 today."), read) is F
 
 
+def test_a_value_derived_from_measurements_of_two_dates_is_as_old_as_the_older(read):
+    """A January weight with today's height is a January BMI (35.3): today's 34.9 decides."""
+    latest_bmi = BMI.model_copy(update={"select": "latest"})
+    case = make_case("Weight 110.0 kg on 2026-01-10.", "Today: height 176.5 cm, BMI 34.9.")
+    assert state(latest_bmi, case, read) is F
+
+
+def test_two_facts_of_one_field_that_disagree_are_doubt_whatever_their_dates(read):
+    latest_bmi = BMI.model_copy(update={"select": "latest"})
+    text = "BMI 35.2 on 2026-02-18. BMI 34.6 today."
+    assert state(latest_bmi, make_case(text), read) is F
+    facts = [
+        quoted_fact("vitals.bmi", 35.2, "BMI 35.2 on 2026-02-18"),
+        quoted_fact("vitals.bmi", 34.6, "BMI 34.6 today"),
+    ]
+    assert state(latest_bmi, make_case(text, facts=facts), read) is C
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
