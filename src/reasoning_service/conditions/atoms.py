@@ -80,6 +80,9 @@ class _Observation:
     date: dt.date | None = None
     name: str | None = None
     """The words of a mention that named the concept (None for a fact)."""
+    from_expiry: bool = False
+    """Read from a validity date (`license.expires`), which no naming of the thing in the
+    fact's own sentence contradicts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +134,7 @@ def _document_wins(
     kept: list[_Observation] = []
     for observation in observations:
         sentences = _source_sentences(observation.evidence, reading)
-        if not sentences:
+        if not sentences or observation.from_expiry:
             kept.append(observation)
             continue
         same_place = [
@@ -316,7 +319,9 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
         if is_present is None:
             continue
         says = present_says if is_present else absent_says
-        word = "present" if is_present else "absent"
+        expiry = _valid_through(view, reading) is not None
+        yes, no = ("valid", "expired") if expiry else ("present", "absent")
+        word = yes if is_present else no
         unsupported = view.fact.value is True and _quote_silent_on(view, reading, names)
         observations.append(
             _Observation(
@@ -326,6 +331,7 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
                 + (", its quote does not say so" if unsupported else ""),
                 fact_is_evidence(view, min_confidence) and not unsupported,
                 view.date,
+                from_expiry=expiry,
             )
         )
     for view in reading.facts:
@@ -494,6 +500,9 @@ def fact_presence(view: FactView, reading: CaseReading) -> bool | None:
         return value != 0
     if isinstance(value, list):
         return bool(value)
+    expires = _valid_through(view, reading)
+    if expires is not None:
+        return expires >= reading.as_of
     if isinstance(value, dt.date):
         return True
     words = reading.vocabulary.fact_words
@@ -504,6 +513,29 @@ def fact_presence(view: FactView, reading: CaseReading) -> bool | None:
     if any(_starts_with(text, word) for word in words.absent):
         return False
     return bool(text)
+
+
+def _valid_through(view: FactView, reading: CaseReading) -> dt.date | None:
+    """The date a fact named for an expiry (`license.expires`, `lic_exp`) gives: the last day
+    the thing is valid."""
+    endings = reading.vocabulary.fact_words.expiry
+    if not any(_ends_with(words, endings) for words in (view.words, view.spelled)):
+        return None
+    value = view.fact.value
+    if isinstance(value, dt.date):
+        return value
+    if not isinstance(value, str):
+        return None
+    text = value.strip(" .")
+    points = find_dates(text, reading.as_of)
+    if len(points) != 1 or (points[0].start, points[0].end) != (0, len(text)):
+        return None
+    return points[0].date
+
+
+def _ends_with(words: tuple[str, ...], endings: list[str]) -> bool:
+    named = " ".join(words)
+    return any(named == end or named.endswith(" " + end) for end in endings)
 
 
 def _starts_with(text: str, word: str) -> bool:

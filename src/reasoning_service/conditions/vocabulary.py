@@ -53,6 +53,9 @@ class FactWords(BaseModel):
     absent: list[str] = Field(default_factory=list)
     """Words that, as a fact's whole value or its opening words, say the thing is absent
     ("none known", "self-referred (employer program)"); any other value says present."""
+    expiry: list[str] = Field(default_factory=list)
+    """Words that, ending a fact's name (`license.expires`, `lic_exp`), make its date the end
+    of the thing's validity: present until that date, absent after it."""
 
 
 class Vocabulary(BaseModel):

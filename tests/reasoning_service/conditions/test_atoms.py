@@ -619,6 +619,23 @@ def test_a_fact_named_as_another_thing_is_no_evidence(read):
     assert state(ACUPUNCTURE_LICENSE, case, read) is N
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("provider.license.expires", "01/31/2026", F),  # before as_of 2026-03-01
+        ("provider.lic_exp", "2026-08-31", H),
+        ("licenseExpirationDate", "03/01/2026", H),  # valid through the day
+        ("license.expires", "01/31/2026 (renewal pending)", H),  # not only a date: named
+    ],
+)
+def test_a_fact_named_for_an_expiry_says_the_thing_is_valid_until_its_date(
+    field, value, expected, read
+):
+    quote = f"L.Ac. #4471 {value}"
+    case = make_case(quote, facts=[quoted_fact(field, value, quote)])
+    assert state(ACUPUNCTURE_LICENSE, case, read) is expected
+
+
 SUPERVISED = FindingAtom(kind="finding", id="supervised", label="Supervised", concept="supervision")
 
 
