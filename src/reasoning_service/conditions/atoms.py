@@ -668,7 +668,10 @@ def _values(
     for view in reading.facts_named(names, concept.codes):
         if _named_other(view, other, reading):
             continue  # `residualAHI`, `goal_weight`: another measurement of the same name
-        values += _fact_values(view, concept, unit, reading, min_confidence)
+        fact_values = _fact_values(view, concept, unit, reading, min_confidence)
+        values += [
+            v for v in fact_values if not _quoted_as_other(view, v, unit, names, other, reading)
+        ]
     read: set[tuple[int, int]] = set()
     for mention in _about(reading.mentions(names)):
         if mention.stance.negated or _qualified(mention, other, reading):
@@ -725,6 +728,41 @@ def _fact_values(
         return values
     note = f"{view.fact.field} (its quote)"
     return [_Value(*q, view.evidence(), note, trusted, dated(w)) for w, q in quoted]
+
+
+_CLAUSE_END = re.compile(r"[;,\n]|\.(?:\s|$)")
+
+
+def _quoted_as_other(
+    view: FactView,
+    value: _Value,
+    unit: str,
+    names: tuple[str, ...],
+    other: tuple[str, ...],
+    reading: CaseReading,
+) -> bool:
+    """Whether the fact's quote qualifies the value with one of `other`, as another measurement
+    of the name: between the name and the number ("AHI, 3% hypopnea rule: 16.8"), or, in a
+    quote that never names the concept, in the number's clause ("17.3/h using the 3% rule")."""
+    quote = view.quote
+    if not other or not quote:
+        return False
+    for written in parse_measured(quote, reading.vocabulary):
+        if not _same(value, written, unit):
+            continue
+        named = [end for _, end in reading.find_in(quote[: written.start], names)]
+        if named:
+            before = quote[max(named) : written.start]
+        else:
+            starts = [m.end() for m in _CLAUSE_END.finditer(quote, 0, written.start)]
+            before = quote[max(starts, default=0) : written.start]
+        after = ""
+        if not reading.find_in(quote, names):
+            end = _CLAUSE_END.search(quote, written.end)
+            after = quote[written.end : end.start() if end else len(quote)]
+        if reading.find_in(before, other) or reading.find_in(after, other):
+            return True
+    return False
 
 
 def _same(value: _Value, written: Measured, unit: str) -> bool:
@@ -823,7 +861,7 @@ def _fact_measures(view: FactView, reading: CaseReading, trends: bool) -> list[M
     if trends:  # a fact's number is a score, not a change
         return _trends_in(value, reading)
     pint_unit = (reading.vocabulary.unit_for(unit) or unit) if unit else None
-    if pint_unit is None and view.words:
+    if pint_unit is None and view.words and not _numbered(view.words):
         pint_unit = reading.vocabulary.unit_for(view.words[-1])  # `height_cm`, `weightLb`
     if isinstance(value, bool) or value is None:
         return []
@@ -833,6 +871,12 @@ def _fact_measures(view: FactView, reading: CaseReading, trends: bool) -> list[M
         found = parse_measured(value, reading.vocabulary)[:1]
         return [Measured(m.low, m.high, m.unit or pint_unit, m.start, m.end) for m in found]
     return []
+
+
+def _numbered(words: tuple[str, ...]) -> bool:
+    """Whether the field name's last word follows a number: `ahi_4pct` names a 4% rule, not
+    a value in percent."""
+    return len(words) > 1 and words[-2].replace(".", "").isdigit()
 
 
 def _trends_in(value: object, reading: CaseReading) -> list[Measured]:

@@ -229,6 +229,9 @@ class ContextReader:
                 if (label_end, cut) == (0, len(text))
                 else self._read(text[label_end:cut], [(start - label_end, end - label_end)])[0]
             )
+            if label_end and self._label_denies(text, label_end):
+                unlabelled = f"{text[: label_end - 1]} {text[label_end:cut]}"
+                own = self._read(unlabelled, [(start, end)])[0]
             excepted = _EXCEPTED.search(text, 0, start) is not None
             stances.append(
                 Stance(
@@ -240,6 +243,15 @@ class ContextReader:
                 )
             )
         return stances
+
+    def _label_denies(self, text: str, label_end: int) -> bool:
+        """Whether the label itself is a denial ("Denies:", "Negative for:"): its content is
+        then read with it, as ConText reads "Denies daytime sleepiness, memory problems"."""
+        label = re.split(r"[.;:]", text[: label_end - 1])[-1].strip()
+        if not label or len(label.split()) > _LABEL_WORDS:
+            return False
+        probe = f"{label} finding"
+        return self._read(probe, [(len(label) + 1, len(probe))])[0].negated
 
     def _form_stance(self, text: str, start: int, end: int) -> Stance:
         """What a form line says about a name: its value ("X: denies") or its unchecked box."""
@@ -453,6 +465,10 @@ def _declined(text: str, start: int, end: int) -> bool:
     opening = text[: _label_end(text, start)] if ":" in text[:start] else ""
     before = text[len(opening) : start]
     return len(re.findall(r"\w+", before)) <= 2 and _DECLINED.match(text, end) is not None
+
+
+_LABEL_WORDS = 4
+"""The longest label read as a possible denial ("Patient denies:", "ROS negative for:")."""
 
 
 def _label_end(text: str, start: int) -> int:

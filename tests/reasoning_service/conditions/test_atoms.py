@@ -493,6 +493,9 @@ def test_a_category_value_in_a_fact_and_in_the_request(read):
         ("Stroke/TIA: neg -- no deficits, no imaging findings.", F),
         ("Neither a stroke nor a TIA.", F),
         ("Family history: stroke in both parents.", N),  # the label makes it a relative's
+        ("Denies: headache, stroke, seizures.", F),  # a label that is itself a denial
+        ("Patient denies: headache but reports a stroke in 2019.", H),
+        ("Events: headache, stroke.", H),
     ],
 )
 def test_label_lines_are_read_for_negation_and_family(text, expected, read):
@@ -789,6 +792,43 @@ def test_a_qualified_measurement_of_the_same_name_is_ignored(read):
         not_when=["residual"],
     )
     case = make_case("Diagnostic PSG: AHI 31 events/hour.", "Download: residual AHI 2.1.")
+    assert state(ahi, case, read) is H
+
+
+def test_a_unit_word_after_a_number_in_a_field_name_is_no_unit(read):
+    """`ahi_4pct` is the AHI by the 4% rule, not an AHI in percent; `weight_lb` is in pounds."""
+    ahi = QuantityAtom(
+        kind="quantity", id="ahi", label="AHI ≥ 15", concept="AHI",
+        comparator=">=", value=15, unit="event/hour",
+    )  # fmt: skip
+    case = make_case("Sleep study.", facts=[{"field": "psg.ahi_4pct", "value": 11.2}])
+    assert state(ahi, case, read) is F
+    case = make_case(
+        "Clinic.", facts=[{"field": "weight_lb", "value": 250}, {"field": "height_m", "value": 1.7}]
+    )
+    assert state(BMI, case, read) is H  # 113.4 kg / 1.7 m ** 2 = 39.2
+
+
+def test_a_fact_whose_quote_qualifies_its_value_is_another_measurement(read):
+    """The policy's AHI counts hypopneas with a 4% desaturation; the 3%-rule index is another,
+    however the extractor named its field."""
+    ahi = QuantityAtom(
+        kind="quantity",
+        id="ahi",
+        label="AHI ≥ 15",
+        concept="AHI",
+        comparator=">=",
+        value=15,
+        unit="event/hour",
+        not_when=["3%"],
+    )
+    four = quoted_fact("psg.ahi_4pct", 11.2, "AHI, 4% rule: 11.2/h", unit="events/h")
+    for quote in ("AHI, 3% hypopnea rule (AASM): 16.8/h", "16.8/h using the 3%/arousal rule"):
+        three = quoted_fact("psg.ahi", 16.8, quote, unit="events/h")
+        case = make_case(f"{four['source']['quote']}; {quote}.", facts=[four, three])
+        assert state(ahi, case, read) is F
+    quote = "AHI 16.8/h (3% rule not used)"  # the quote names the index before the value
+    case = make_case(quote, facts=[quoted_fact("psg.ahi", 16.8, quote, unit="events/h")])
     assert state(ahi, case, read) is H
 
 
