@@ -488,6 +488,21 @@ def test_a_category_value_in_a_fact_and_in_the_request(read):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
+        ("A secondary-prevention ICD is therefore not indicated.", F),
+        ("Cardiac rehabilitation is not warranted.", N),  # another name
+        ("A secondary-prevention ICD is indicated.", H),
+    ],
+)
+def test_what_a_note_calls_not_indicated_is_not_so(text, expected, read):
+    icd = FindingAtom(
+        kind="finding", id="icd", label="ICD indicated", concept="secondary-prevention ICD"
+    )
+    assert state(icd, make_case(text), read) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
         ("PSH: No prior stroke.", F),  # a label does not swallow the negation after it
         ("Stroke: never.", F),
         ("Stroke/TIA: neg -- no deficits, no imaging findings.", F),
