@@ -663,15 +663,12 @@ def _values(
 ) -> list[_Value]:
     kinds = concept.kinds.values() if isinstance(concept, QuantityAtom) else ()
     names = reading.names(concept.concept, [*concept.aliases, *(n for k in kinds for n in k)])
-    other = tuple(concept.not_when) if isinstance(concept, QuantityAtom) else ()
+    other = _other_words(concept)
     values: list[_Value] = []
     for view in reading.facts_named(names, concept.codes):
         if _named_other(view, other, reading):
             continue  # `residualAHI`, `goal_weight`: another measurement of the same name
-        fact_values = _fact_values(view, concept, unit, reading, min_confidence)
-        values += [
-            v for v in fact_values if not _quoted_as_other(view, v, unit, names, other, reading)
-        ]
+        values += _fact_values(view, concept, unit, names, reading, min_confidence)
     read: set[tuple[int, int]] = set()
     for mention in _about(reading.mentions(names)):
         if mention.stance.negated or _qualified(mention, other, reading):
@@ -694,16 +691,22 @@ def _values(
     return values
 
 
+def _other_words(concept: QuantityAtom | QuantityInput) -> tuple[str, ...]:
+    return tuple(concept.not_when) if isinstance(concept, QuantityAtom) else ()
+
+
 def _fact_values(
     view: FactView,
     concept: QuantityAtom | QuantityInput,
     unit: str,
+    names: tuple[str, ...],
     reading: CaseReading,
     min_confidence: float,
 ) -> list[_Value]:
     """A fact's values, each as old as the date its quote gives it ("EF 55% in 2021"); where
     the quote gives other numbers in the unit ("days used >=4h: 61/84 (73%)" for a value of
-    37), the quote's: the document wins, as for findings."""
+    37), the quote's: the document wins, as for findings. A value the quote qualifies as
+    another measurement of the name (`not_when`) is none."""
     trusted = _trusted(view, min_confidence)
     quote = view.quote
     written = parse_measured(quote, reading.vocabulary) if quote else []
@@ -722,47 +725,46 @@ def _fact_values(
             evidence, approximate = view.evidence(), measured.approximate
             values.append(_Value(*converted, evidence, view.fact.field, trusted, date, approximate))
     quoted = [(w, q) for w in written if w.unit and (q := w.in_unit(unit)) is not None]
-    if trends or not values or not quoted:
+    quote_wins = values and quoted and not trends
+    if quote_wins and not any(_same(v, w, unit) for v in values for w in written):
+        note = f"{view.fact.field} (its quote)"
+        values = [_Value(*q, view.evidence(), note, trusted, dated(w)) for w, q in quoted]
+    other = _other_words(concept)
+    if not other:
         return values
-    if any(_same(v, w, unit) for v in values for w in written):
-        return values
-    note = f"{view.fact.field} (its quote)"
-    return [_Value(*q, view.evidence(), note, trusted, dated(w)) for w, q in quoted]
+    return [
+        v
+        for v in values
+        if not any(
+            _same(v, w, unit) and _qualified_in(quote, w, names, other, reading) for w in written
+        )
+    ]
 
 
 _CLAUSE_END = re.compile(r"[;,\n]|\.(?:\s|$)")
 
 
-def _quoted_as_other(
-    view: FactView,
-    value: _Value,
-    unit: str,
+def _qualified_in(
+    quote: str,
+    written: Measured,
     names: tuple[str, ...],
     other: tuple[str, ...],
     reading: CaseReading,
 ) -> bool:
-    """Whether the fact's quote qualifies the value with one of `other`, as another measurement
-    of the name: between the name and the number ("AHI, 3% hypopnea rule: 16.8"), or, in a
-    quote that never names the concept, in the number's clause ("17.3/h using the 3% rule")."""
-    quote = view.quote
-    if not other or not quote:
-        return False
-    for written in parse_measured(quote, reading.vocabulary):
-        if not _same(value, written, unit):
-            continue
-        named = [end for _, end in reading.find_in(quote[: written.start], names)]
-        if named:
-            before = quote[max(named) : written.start]
-        else:
-            starts = [m.end() for m in _CLAUSE_END.finditer(quote, 0, written.start)]
-            before = quote[max(starts, default=0) : written.start]
-        after = ""
-        if not reading.find_in(quote, names):
-            end = _CLAUSE_END.search(quote, written.end)
-            after = quote[written.end : end.start() if end else len(quote)]
-        if reading.find_in(before, other) or reading.find_in(after, other):
-            return True
-    return False
+    """Whether the quote qualifies its number with one of `other`, as another measurement of
+    the name: between the name and the number ("AHI, 3% hypopnea rule: 16.8"), or, in a quote
+    that never names the concept, in the number's clause ("17.3/h using the 3% rule")."""
+    named = [end for _, end in reading.find_in(quote[: written.start], names)]
+    if named:
+        before = quote[max(named) : written.start]
+    else:
+        starts = [m.end() for m in _CLAUSE_END.finditer(quote, 0, written.start)]
+        before = quote[max(starts, default=0) : written.start]
+    after = ""
+    if not reading.find_in(quote, names):
+        end = _CLAUSE_END.search(quote, written.end)
+        after = quote[written.end : end.start() if end else len(quote)]
+    return bool(reading.find_in(before, other) or reading.find_in(after, other))
 
 
 def _same(value: _Value, written: Measured, unit: str) -> bool:
