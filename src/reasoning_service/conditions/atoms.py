@@ -1326,28 +1326,30 @@ def _nearest_value(
 ) -> list[str]:
     """The value named closest to the concept, after it ("GOLD stage 3") or before it
     ("continued coverage after the initial period" is continued); an option whose box is
-    unchecked ("[ ] Initial course [x] Additional sessions") is no value."""
+    unchecked ("[ ] Initial course [x] Additional sessions") is no value; of two names from the
+    same place the longer wins ("[x] Physician assistant" names no physician)."""
     after_start = mention.end
     before_start = max(0, mention.start - _WINDOW_BEFORE)
     while 0 < before_start < mention.start and text[before_start - 1].isalnum():
         before_start += 1  # a word the window cuts is not read ("…RE PRIOR AUTHORIZATION")
-    candidates: list[tuple[int, str]] = []
+    candidates: list[tuple[int, int, str]] = []  # (distance, -length, value)
     after = text[after_start : after_start + 2 * _WINDOW_AFTER]
     clause_end = _NEW_CLAUSE.search(after)
     if clause_end is not None:
         after = after[: clause_end.start()]
     before = text[before_start : mention.start]
     for value, words in value_names.items():
-        starts = [start for start, _ in reading.find_in(after, words) if start < _WINDOW_AFTER]
         candidates += [
-            (start, value) for start in starts if not unchecked(text, after_start + start)
+            (start, start - end, value)
+            for start, end in reading.find_in(after, words)
+            if start < _WINDOW_AFTER and not unchecked(text, after_start + start)
         ]
         candidates += [
-            (mention.start - (before_start + end), value)
+            (mention.start - (before_start + end), start - end, value)
             for start, end in reading.find_in(before, words)
             if not unchecked(text, before_start + start)
         ]
-    return [min(candidates)[1]] if candidates else []
+    return [min(candidates)[2]] if candidates else []
 
 
 def _category_observations(
@@ -1383,10 +1385,12 @@ def _category_text(value: object) -> str:
 def _values_in(
     text: str, value_names: dict[str, tuple[str, ...]], reading: CaseReading
 ) -> list[str]:
-    """The values named in `text`, in order of appearance."""
-    hits: list[tuple[int, str]] = []
+    """The values named in `text`, in order of appearance; of two named from the same place the
+    longer name wins ("Physician assistant" is no physician)."""
+    hits: list[tuple[int, int, str]] = []
     for value, words in value_names.items():
         spans = reading.find_in(text, words)
         if spans:
-            hits.append((min(start for start, _ in spans), value))
-    return [value for _, value in sorted(hits)]
+            start, end = min(spans, key=lambda span: (span[0], span[0] - span[1]))
+            hits.append((start, start - end, value))
+    return [value for _, _, value in sorted(hits)]

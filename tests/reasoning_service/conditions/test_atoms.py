@@ -1365,6 +1365,28 @@ def test_every_word_of_an_unchecked_option_is_no_value(text, expected, read):
     assert state(RENDERING_PHYSICIAN, make_case(text), read) is expected
 
 
+RENDERING_PHYSICIAN_OR_PA = RENDERING_PHYSICIAN.model_copy(
+    update={
+        "values": {
+            **RENDERING_PHYSICIAN.values,
+            "physician_assistant": ["physician assistant", "PA-C"],
+        }
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Provider type: [ ] Physician  [x] Physician assistant  [ ] NP", F),
+        ("Provider type: [x] Physician  [ ] Physician assistant  [ ] NP", H),
+        ("Provider type: Physician assistant (PA-C)", F),
+    ],
+)
+def test_a_value_whose_name_holds_a_shorter_value_name_is_the_longer_value(text, expected, read):
+    assert state(RENDERING_PHYSICIAN_OR_PA, make_case(text), read) is expected
+
+
 RENDERING_BY_ROLE = CategoryAtom(
     kind="category",
     id="rendering_physician",

@@ -104,3 +104,15 @@ def test_a_license_problem_fails_a_provider_criterion_even_for_a_physician(
     case = make_case(f"Acupuncture furnished by {provider}.")
     result = controller.decide(CriterionTask(case=case, policy=policy, criterion=criterion))
     assert result.status.value == status
+
+
+def test_an_acupuncturist_who_works_unsupervised_is_no_qualified_provider(controller):
+    policy = load_policy("NCD-30.3.3")
+    criterion = policy.criteria.criterion("NCD-30.3.3/C8")
+    case = make_case(
+        "Acupuncture performed by Lisa Wong, L.Ac., MSOM (ACAOM-accredited program). Active"
+        " unrestricted acupuncture license. She practices independently; no physician"
+        " supervision arrangement."
+    )
+    result = controller.decide(CriterionTask(case=case, policy=policy, criterion=criterion))
+    assert result.status is CriterionStatus.NOT_MET
