@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
+import functools
 import math
 import operator
 import re
@@ -367,6 +368,10 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
             continue  # "visit on 04/08/2026" after the case's date: a plan, not a finding
         if not mention.stance.about_patient:
             continue
+        lapsed = _lapsed(reading.line_from(mention.sentence), mention.end, reading)
+        if lapsed is not None and not mention.stance.negated:
+            observations.append(_said_in(mention, absent_says, f"expired {lapsed}"))
+            continue
         if mention.stance.possible and not mention.stance.negated:
             says = _Says.VAGUE
         else:
@@ -478,7 +483,8 @@ def _quote_silent_on(view: FactView, reading: CaseReading, names: tuple[str, ...
 
 def _planned(mention: Mention, reading: CaseReading) -> bool:
     """A mention ConText reads as still to come, or dated after the case's `as_of` in its own
-    sentence, is something planned (a denial or a relative's never is)."""
+    sentence, is something planned (a denial or a relative's never is); a date the thing is
+    valid through ("exp 06/30/2027") plans nothing."""
     stance = mention.stance
     if stance.negated or stance.family:
         return False
@@ -486,7 +492,11 @@ def _planned(mention: Mention, reading: CaseReading) -> bool:
         return True
     sentence = mention.sentence
     written = sentence.date or reading.as_of
-    return any(point.surely_after(reading.as_of) for point in find_dates(sentence.text, written))
+    validity = {point.start for point in _expiries(sentence.text, reading)}
+    return any(
+        point.surely_after(reading.as_of) and point.start not in validity
+        for point in find_dates(sentence.text, written)
+    )
 
 
 def fact_presence(view: FactView, reading: CaseReading) -> bool | None:
@@ -512,6 +522,8 @@ def fact_presence(view: FactView, reading: CaseReading) -> bool | None:
     text = shown.lower()
     if any(_starts_with(text, word) for word in words.absent):
         return False
+    if _lapsed(shown, 0, reading) is not None:
+        return False
     return bool(text)
 
 
@@ -531,6 +543,33 @@ def _valid_through(view: FactView, reading: CaseReading) -> dt.date | None:
     if len(points) != 1 or (points[0].start, points[0].end) != (0, len(text)):
         return None
     return points[0].date
+
+
+def _lapsed(text: str, start: int, reading: CaseReading) -> dt.date | None:
+    """The date an expiry after `start` gives ("license #AC-1188, exp 10/31/2025"), when it is
+    before the case's date: what was valid then is no longer."""
+    for point in _expiries(text, reading):
+        if point.start >= start:
+            last_day = point.days[1]  # "exp 01/2026" is valid through January 31
+            return last_day if last_day < reading.as_of else None
+    return None
+
+
+def _expiries(text: str, reading: CaseReading) -> list[TimePoint]:
+    """The dates an expiry word introduces ("exp 10/31/2026", "valid through 2027")."""
+    found = []
+    for match in _expiry_words(tuple(reading.vocabulary.fact_words.expiry)).finditer(text):
+        points = find_dates(text[match.end() :], None)
+        if points and points[0].start == 0:
+            point = points[0]
+            found.append(replace(point, start=match.end(), end=match.end() + point.end))
+    return found
+
+
+@functools.cache
+def _expiry_words(words: tuple[str, ...]) -> re.Pattern[str]:
+    alternatives = "|".join(re.escape(word) for word in sorted(words, key=len, reverse=True))
+    return re.compile(rf"\b(?:{alternatives})\b\.?[\s:,-]*(?:on\s+)?", re.I)
 
 
 def _ends_with(words: tuple[str, ...], endings: list[str]) -> bool:

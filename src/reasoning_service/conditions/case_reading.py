@@ -555,6 +555,15 @@ class CaseReading:
         """The sentences of one document page, in order."""
         return self._by_page.get((doc_id, page), [])
 
+    def line_from(self, sentence: Sentence) -> str:
+        """The sentence and whatever follows it on its line: a form's line is one record
+        ("License #AC-1188: Active; Expiration date: 01/2026")."""
+        pages = next((d.pages for d in self.case.documents if d.doc_id == sentence.doc_id), [])
+        page = pages[sentence.page - 1] if len(pages) >= sentence.page else sentence.text
+        reach = sentence.end + _LINE_REACH
+        line_end = page.find("\n", sentence.end, reach)
+        return page[sentence.start : line_end if line_end >= 0 else reach]
+
     @classmethod
     def read(cls, case: CaseBundle, vocabulary: Vocabulary, context: ContextReader) -> CaseReading:
         dates = {document.doc_id: document.date for document in case.documents}
@@ -702,6 +711,9 @@ class CaseReading:
             return None
         return following[0]
 
+
+_LINE_REACH = 120
+"""How far past its sentence a line is read as the same record."""
 
 _TITLE_WORDS = 10
 """Longest line under a signature that is still read as the signer's title."""

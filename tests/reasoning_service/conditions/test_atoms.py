@@ -654,6 +654,26 @@ def test_a_fact_named_for_an_expiry_says_the_thing_is_valid_until_its_date(
     assert state(ACUPUNCTURE_LICENSE, case, read) is expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Acupuncture license #AC-1188, active, exp 06/30/2027.", H),  # a validity, no plan
+        ("Acupuncture license #AC-1188, expires 01/31/2026.", F),  # before as_of 2026-03-01
+        ("Acupuncture license #AC-1188: Active; Expiration date: 01/2026", F),
+        ("Acupuncture license #AC-1188: Active; Expiration date: 03/2026", H),  # through Mar 31
+    ],
+)
+def test_a_license_whose_stated_expiry_has_passed_is_no_license(text, expected, read):
+    assert state(ACUPUNCTURE_LICENSE, make_case(text), read) is expected
+
+
+def test_a_fact_whose_value_gives_a_passed_expiry_says_the_thing_has_lapsed(read):
+    quote = "License: TX AC-03356 active, exp 2025-12-31"
+    value = "TX AC-03356 active, exp 2025-12-31"
+    case = make_case(quote, facts=[quoted_fact("provider.acupuncture_license", value, quote)])
+    assert state(ACUPUNCTURE_LICENSE, case, read) is F
+
+
 SUPERVISED = FindingAtom(kind="finding", id="supervised", label="Supervised", concept="supervision")
 
 
