@@ -558,8 +558,7 @@ class CaseReading:
     def line_from(self, sentence: Sentence) -> str:
         """The sentence and whatever follows it on its line: a form's line is one record
         ("License #AC-1188: Active; Expiration date: 01/2026")."""
-        pages = next((d.pages for d in self.case.documents if d.doc_id == sentence.doc_id), [])
-        page = pages[sentence.page - 1] if len(pages) >= sentence.page else sentence.text
+        page = self._page_of(sentence)
         reach = sentence.end + _LINE_REACH
         line_end = page.find("\n", sentence.end, reach)
         return page[sentence.start : line_end if line_end >= 0 else reach]
@@ -656,7 +655,7 @@ class CaseReading:
                 stance = by_name if _negates_itself(sentence.text[start:end]) else by_name | by_head
                 if clause != sentence.text and _declined(clause, start, end):
                     stance = Stance(negated=True, family=stance.family)  # "ECT discussed; declined"
-                if self._blank_field(sentence, end):
+                if self._blank_field(sentence, end) or self._unticked_option(sentence):
                     stance = Stance(hypothetical=True)  # "Adverse effects:" left empty
                 if stance.negated and _denies_recurrence(sentence.text, start, end):
                     # "no myocardial infarction since 2024": denies a new one, affirms the old
@@ -686,6 +685,30 @@ class CaseReading:
             found.append((sentence, role))
         return found
 
+    def _page_of(self, sentence: Sentence) -> str:
+        pages = next((d.pages for d in self.case.documents if d.doc_id == sentence.doc_id), [])
+        return pages[sentence.page - 1] if len(pages) >= sentence.page else sentence.text
+
+    def _unticked_option(self, sentence: Sentence) -> bool:
+        """Whether the sentence is an option of a checklist left without its tick: a line
+        indented to where the text of a ticked or boxed sibling line starts (" ✓  Stopped two
+        agents" above "    Prior response to TMS")."""
+        page = self._page_of(sentence)
+        line_start = page.rfind("\n", max(0, sentence.start - _CHECKLIST_REACH), sentence.start)
+        indent = page[line_start + 1 : sentence.start]
+        if line_start < 0 < sentence.start - _CHECKLIST_REACH or len(indent) < 2 or indent.strip():
+            return False
+        above = page[max(0, line_start - _CHECKLIST_REACH) : max(line_start, 0)].split("\n")
+        below_start = page.find("\n", sentence.start, sentence.start + _CHECKLIST_REACH) + 1
+        below = (
+            page[below_start : below_start + _CHECKLIST_REACH].split("\n") if below_start else []
+        )
+        siblings = [*_block(reversed(above)), *_block(below)]
+        return any(
+            (match := _OPTION_LINE.match(line)) is not None and match.end() == len(indent)
+            for line in siblings
+        )
+
     def _blank_field(self, sentence: Sentence, end: int) -> bool:
         """Whether the name labels a field left empty: nothing after its colon (a few words of
         the label may follow the name: "Decision tool used:"), and the next line is another
@@ -712,11 +735,27 @@ class CaseReading:
         return following[0]
 
 
+_OPTION_LINE = re.compile(rf"[^\S\n]*(?:{_BOX.pattern})[^\S\n]+(?=\S)")
+"""A checklist line up to the text of its option: " ✓  ", "  [ ] "."""
+_CHECKLIST_REACH = 600
+"""How far around a line its checklist siblings are looked for, at most `_CHECKLIST_LINES`."""
+_CHECKLIST_LINES = 8
+
 _LINE_REACH = 120
 """How far past its sentence a line is read as the same record."""
 
 _TITLE_WORDS = 10
 """Longest line under a signature that is still read as the signer's title."""
+
+
+def _block(lines: Iterable[str]) -> list[str]:
+    """The lines up to the first blank one, at most a checklist's worth."""
+    block: list[str] = []
+    for line in lines:
+        if not line.strip() or len(block) == _CHECKLIST_LINES:
+            break
+        block.append(line)
+    return block
 
 
 def _title_line(text: str, vocabulary: Vocabulary) -> bool:

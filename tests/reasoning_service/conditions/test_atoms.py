@@ -1363,6 +1363,21 @@ def test_a_tick_checks_an_option_and_a_blank_before_one_leaves_it_unchecked(text
     assert state(STROKE, make_case(text), read) is expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Check all that apply\n ✓  Diabetes\n    Prior stroke\n    Heart failure", N),
+        ("Check all that apply\n    Diabetes\n ✓  Prior stroke\n    Heart failure", H),
+        ("Check all that apply\n [x] Diabetes\n     Prior stroke", N),
+        # an indented line with no checklist around it is plain text
+        ("Assessment:\n    Prior stroke in 2019, no residual deficit.", H),
+        ("Check all that apply\n ✓  Diabetes\n\nHistory:\n    Prior stroke in 2019.", H),
+    ],
+)
+def test_a_checklist_option_left_without_its_tick_is_no_statement(text, expected, read):
+    assert state(STROKE, make_case(text), read) is expected
+
+
 RENDERING_PHYSICIAN = CategoryAtom(
     kind="category",
     id="rendering_physician",
