@@ -177,10 +177,20 @@ def conclude(case: CaseBundle, conditions: Conditions, atoms: list[AtomResult]) 
     also needs the holding atoms' evidence to verify against the case, else `uncertain`."""
     status, reason, rationale = _decide(conditions, atoms)
     evidence = _evidence(case, atoms, status)
-    if status is CriterionStatus.MET and not evidence:
+    if status is CriterionStatus.MET and not evidence and _held_by_silence(atoms):
+        status, reason = CriterionStatus.MISSING_INFO, None
+        rationale += " Nothing in the case speaks to it, so not met."
+    elif status is CriterionStatus.MET and not evidence:
         status, reason = CriterionStatus.UNCERTAIN, ReasonCode.INVALID_CITATION
         rationale += " No case evidence could be verified, so not met."
     return Conclusion(status, reason, rationale, evidence, _CONFIDENCE[status])
+
+
+def _held_by_silence(atoms: list[AtomResult]) -> bool:
+    """Whether every requirement that holds, holds only because the case is silent on it: no
+    evidence was cited, so none failed to verify."""
+    holding = [a for a in atoms if a.state is AtomState.HOLDS and not a.applicability]
+    return bool(holding) and all(a.by_silence for a in holding)
 
 
 def _atom_result(atom: Atom, verdict: AtomVerdict, *, applicability: bool = False) -> AtomResult:

@@ -9,12 +9,15 @@ import copy
 import pytest
 
 from reasoning_service.conditions import ConditionsController
+from reasoning_service.conditions.controller import conclude
 from reasoning_service.models import (
+    AtomResult,
     AtomState,
     CaseBundle,
     CriterionStatus,
     ReasonCode,
 )
+from reasoning_service.models.conditions import Conditions
 from reasoning_service.models.task import CriterionTask
 from reasoning_service.tools.citations import verify_case_evidence, verify_policy_citation
 from testdata import load_case_json, load_policy
@@ -116,3 +119,49 @@ def test_an_acupuncturist_who_works_unsupervised_is_no_qualified_provider(contro
     )
     result = controller.decide(CriterionTask(case=case, policy=policy, criterion=criterion))
     assert result.status is CriterionStatus.NOT_MET
+
+
+@pytest.mark.parametrize(
+    ("history", "status"),
+    [
+        ("Nonischemic cardiomyopathy; normal coronaries on angiography.", "met"),
+        ("NSTEMI on 02/10/2026, treated medically.", "not_met"),
+        ("No prior MI per patient. Troponin-positive NSTEMI on 02/10/2026.", "uncertain"),
+        ("Remote inferior MI in 2019.", "met"),
+    ],
+)
+def test_an_infarction_the_record_never_mentions_is_none_within_the_waiting_period(
+    controller, history, status
+):
+    policy = load_policy("NCD-20.4")
+    criterion = policy.criteria.criterion("NCD-20.4/C6")
+    case = make_case(f"Request: primary prevention ICD. {history} LVEF 25%, NYHA II.")
+    result = controller.decide(CriterionTask(case=case, policy=policy, criterion=criterion))
+    assert result.status.value == status
+    assert result.status is not CriterionStatus.MET or result.case_evidence
+
+
+def test_a_requirement_held_only_by_silence_and_citing_nothing_is_missing_information():
+    conditions = Conditions.model_validate(
+        {
+            "require": {
+                "kind": "finding",
+                "id": "no_stroke",
+                "label": "No stroke",
+                "concept": "stroke",
+                "expect": "absent",
+                "when_silent": "absent",
+            }
+        }
+    )
+    silent = AtomResult(
+        atom_id="no_stroke", label="No stroke", kind="finding", state=AtomState.HOLDS
+    )
+    by_silence = silent.model_copy(update={"by_silence": True})
+    case = make_case("Nothing about the brain.")
+    assert conclude(case, conditions, [by_silence]).status is CriterionStatus.MISSING_INFO
+    unverified = conclude(case, conditions, [silent])  # held, yet cites nothing verifiable
+    assert (unverified.status, unverified.reason) == (
+        CriterionStatus.UNCERTAIN,
+        ReasonCode.INVALID_CITATION,
+    )
