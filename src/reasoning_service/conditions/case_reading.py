@@ -651,11 +651,12 @@ class CaseReading:
             whole = self.context.stances(sentence.text, [_judged(sentence.text, *s) for s in spans])
             heads = self.context.stances(sentence.text, [_head(sentence.text, *s) for s in spans])
             clause = self._clause_of(sentence)
+            unticked = self._unticked_option(sentence)
             for (start, end), by_name, by_head in zip(spans, whole, heads, strict=True):
                 stance = by_name if _negates_itself(sentence.text[start:end]) else by_name | by_head
                 if clause != sentence.text and _declined(clause, start, end):
                     stance = Stance(negated=True, family=stance.family)  # "ECT discussed; declined"
-                if self._blank_field(sentence, end) or self._unticked_option(sentence):
+                if unticked or self._blank_field(sentence, end):
                     stance = Stance(hypothetical=True)  # "Adverse effects:" left empty
                 if stance.negated and _denies_recurrence(sentence.text, start, end):
                     # "no myocardial infarction since 2024": denies a new one, affirms the old
@@ -694,9 +695,12 @@ class CaseReading:
         indented to where the text of a ticked or boxed sibling line starts (" ✓  Stopped two
         agents" above "    Prior response to TMS")."""
         page = self._page_of(sentence)
-        line_start = page.rfind("\n", max(0, sentence.start - _CHECKLIST_REACH), sentence.start)
+        reach_start = max(0, sentence.start - _CHECKLIST_REACH)
+        line_start = page.rfind("\n", reach_start, sentence.start)
+        if line_start < 0 and reach_start > 0:
+            return False  # a line longer than a checklist's reach is no checklist's
         indent = page[line_start + 1 : sentence.start]
-        if line_start < 0 < sentence.start - _CHECKLIST_REACH or len(indent) < 2 or indent.strip():
+        if len(indent) < 2 or indent.strip():
             return False
         above = page[max(0, line_start - _CHECKLIST_REACH) : max(line_start, 0)].split("\n")
         below_start = page.find("\n", sentence.start, sentence.start + _CHECKLIST_REACH) + 1

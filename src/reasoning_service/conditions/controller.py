@@ -174,7 +174,8 @@ class Conclusion:
 
 def conclude(case: CaseBundle, conditions: Conditions, atoms: list[AtomResult]) -> Conclusion:
     """Combine the atoms' states (whoever decided them) into the criterion's status; `met`
-    also needs the holding atoms' evidence to verify against the case, else `uncertain`."""
+    also needs the holding atoms' evidence to verify against the case, else `uncertain`, or
+    `missing_info` when it holds only by the case's silence and so cites nothing."""
     status, reason, rationale = _decide(conditions, atoms)
     evidence = _evidence(case, atoms, status)
     if status is CriterionStatus.MET and not evidence and _held_by_silence(atoms):
