@@ -687,7 +687,8 @@ class CaseReading:
         return found
 
     def _page_of(self, sentence: Sentence) -> str:
-        pages = next((d.pages for d in self.case.documents if d.doc_id == sentence.doc_id), [])
+        document = self.case.document(sentence.doc_id)
+        pages = document.pages if document is not None else []
         return pages[sentence.page - 1] if len(pages) >= sentence.page else sentence.text
 
     def _unticked_option(self, sentence: Sentence) -> bool:

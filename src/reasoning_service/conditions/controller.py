@@ -191,7 +191,13 @@ def _held_by_silence(atoms: list[AtomResult]) -> bool:
     """Whether every requirement that holds, holds only because the case is silent on it: no
     evidence was cited, so none failed to verify."""
     holding = [a for a in atoms if a.state is AtomState.HOLDS and not a.applicability]
-    return bool(holding) and all(a.by_silence for a in holding)
+    return bool(holding) and not any(_needs_evidence(a) for a in holding)
+
+
+def _needs_evidence(atom: AtomResult) -> bool:
+    """Whether a `met` resting on the atom needs its evidence: an applicability atom only says
+    the criterion applies, and an atom held by silence has nothing to cite."""
+    return not (atom.applicability or atom.by_silence)
 
 
 def _atom_result(atom: Atom, verdict: AtomVerdict, *, applicability: bool = False) -> AtomResult:
@@ -246,8 +252,7 @@ def _evidence(
         if atom.state not in wanted:
             continue
         verified = [v for v in (verify_case_evidence(case, e) for e in atom.evidence) if v]
-        needs_evidence = not (atom.applicability or atom.by_silence)
-        if status is CriterionStatus.MET and needs_evidence and not verified:
+        if status is CriterionStatus.MET and _needs_evidence(atom) and not verified:
             return []
         for item in verified:
             kept.setdefault((item.field, item.doc_id, item.page, item.char_start), item)

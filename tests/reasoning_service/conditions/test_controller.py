@@ -91,6 +91,14 @@ def test_the_case_is_read_once_per_evaluation(controller):
     assert controller.reading(case) is not controller.reading(case.model_copy(deep=True))
 
 
+def decide_on_text(controller: ConditionsController, criterion_id: str, text: str):
+    """One criterion of a bundled policy decided on a one-page case with `text`."""
+    policy = load_policy(criterion_id.split("/")[0])
+    criterion = policy.criteria.criterion(criterion_id)
+    task = CriterionTask(case=make_case(text), policy=policy, criterion=criterion)
+    return controller.decide(task)
+
+
 @pytest.mark.parametrize(
     ("provider", "status"),
     [
@@ -102,22 +110,18 @@ def test_the_case_is_read_once_per_evaluation(controller):
 def test_a_license_problem_fails_a_provider_criterion_even_for_a_physician(
     controller, provider, status
 ):
-    policy = load_policy("NCD-30.3.3")
-    criterion = policy.criteria.criterion("NCD-30.3.3/C8")
-    case = make_case(f"Acupuncture furnished by {provider}.")
-    result = controller.decide(CriterionTask(case=case, policy=policy, criterion=criterion))
+    result = decide_on_text(controller, "NCD-30.3.3/C8", f"Acupuncture furnished by {provider}.")
     assert result.status.value == status
 
 
 def test_an_acupuncturist_who_works_unsupervised_is_no_qualified_provider(controller):
-    policy = load_policy("NCD-30.3.3")
-    criterion = policy.criteria.criterion("NCD-30.3.3/C8")
-    case = make_case(
+    result = decide_on_text(
+        controller,
+        "NCD-30.3.3/C8",
         "Acupuncture performed by Lisa Wong, L.Ac., MSOM (ACAOM-accredited program). Active"
         " unrestricted acupuncture license. She practices independently; no physician"
-        " supervision arrangement."
+        " supervision arrangement.",
     )
-    result = controller.decide(CriterionTask(case=case, policy=policy, criterion=criterion))
     assert result.status is CriterionStatus.NOT_MET
 
 
@@ -133,10 +137,8 @@ def test_an_acupuncturist_who_works_unsupervised_is_no_qualified_provider(contro
 def test_an_infarction_the_record_never_mentions_is_none_within_the_waiting_period(
     controller, history, status
 ):
-    policy = load_policy("NCD-20.4")
-    criterion = policy.criteria.criterion("NCD-20.4/C6")
-    case = make_case(f"Request: primary prevention ICD. {history} LVEF 25%, NYHA II.")
-    result = controller.decide(CriterionTask(case=case, policy=policy, criterion=criterion))
+    text = f"Request: primary prevention ICD. {history} LVEF 25%, NYHA II."
+    result = decide_on_text(controller, "NCD-20.4/C6", text)
     assert result.status.value == status
     assert result.status is not CriterionStatus.MET or result.case_evidence
 
