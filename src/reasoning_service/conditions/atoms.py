@@ -713,7 +713,7 @@ def _values(
         if mention.stance.negated or _qualified(mention, other, reading):
             continue
         sentence = mention.sentence
-        for measured in _belonging_to(mention, concept, reading):
+        for measured in _belonging_to(mention, concept, names, reading):
             converted = _in_unit(measured, unit, concept)
             if converted is None or (sentence.index, measured.start) in read:
                 continue
@@ -781,6 +781,8 @@ def _fact_values(
 
 
 _CLAUSE_END = re.compile(r"[;,\n]|\.(?:\s|$)")
+_OVERLAP_REACH = 60
+"""How far past a mention a name overlapping it may run."""
 
 
 def _qualified_in(
@@ -816,16 +818,30 @@ def _same(value: _Value, written: Measured, unit: str) -> bool:
 
 
 def _belonging_to(
-    mention: Mention, concept: QuantityAtom | QuantityInput, reading: CaseReading
+    mention: Mention,
+    concept: QuantityAtom | QuantityInput,
+    names: tuple[str, ...],
+    reading: CaseReading,
 ) -> list[Measured]:
     text = mention.sentence.text
     periods, trends = _is_period(concept.unit), _reads_trends(concept)
     today = mention.sentence.date or reading.as_of
     if concept.read_in == "sentence":
         return parse_measured(text, reading.vocabulary, periods, trends, today)
-    return measured_near(
-        text, mention.start, mention.end, reading.vocabulary, periods, trends, today
-    )
+    end = _name_end(mention, names, reading)
+    return measured_near(text, mention.start, end, reading.vocabulary, periods, trends, today)
+
+
+def _name_end(mention: Mention, names: tuple[str, ...], reading: CaseReading) -> int:
+    """Where the name ends once names overlapping the mention are joined to it: matches never
+    overlap, so in "Additional sessions requested: 8" the name found is "Additional sessions"
+    and "sessions requested", which the number follows, has to be looked for again."""
+    offset, end = mention.start + 1, mention.end
+    window = mention.sentence.text[offset : end + _OVERLAP_REACH]
+    overlapping = [
+        offset + stop for start, stop in reading.find_in(window, names) if 0 < start < end - offset
+    ]
+    return max([end, *overlapping])
 
 
 def _reads_trends(concept: QuantityAtom | QuantityInput) -> bool:

@@ -62,7 +62,8 @@ _FILLER = re.compile(
     r"^[\s:=~(,\-]*(?:(?:of|was|is|were|are|at|by|estimated|measured|calculated|reported|"
     r"approximately|approx\.?|about|around|visually|value|score|total|index|result|"
     r"now|currently|today|recorded|documented|noted|showed|shows|revealed|with|an?|the|"
-    r"ratio|level|percent(?:age)?)[\s:=~(,\-]*){0,5}$",
+    r"ratio|level|percent(?:age)?|to date|so far|ytd|year-to-date|"
+    r"this (?:calendar )?(?:year|course))[\s:=~(,\-]*){0,5}$",
     re.IGNORECASE,
 )
 _JOINED = re.compile(

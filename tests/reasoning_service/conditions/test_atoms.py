@@ -939,6 +939,19 @@ def test_a_count_outside_its_plausible_range_is_a_code_not_a_count(read):
     assert state(sessions, case, read) is N
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Additional visits requested: 16.",  # "additional visits" would end the name too soon
+        "Visits requested this year: 16.",
+        "Visits requested to date: 16.",
+    ],
+)
+def test_a_count_follows_its_whole_name_and_a_qualifier_of_time(text, read):
+    visits = REQUESTED_VISITS.model_copy(update={"aliases": ["additional visits"]})
+    assert state(visits, make_case(text), read) is F
+
+
 @pytest.mark.parametrize("field", ["family_history.stroke", "fhx.cva", "mother.stroke"])
 def test_a_relatives_fact_is_not_the_patients_finding(field, read):
     case = make_case("Neuro exam normal.", facts=[{"field": field, "value": True}])

@@ -167,3 +167,21 @@ def test_a_requirement_held_only_by_silence_and_citing_nothing_is_missing_inform
         CriterionStatus.UNCERTAIN,
         ReasonCode.INVALID_CITATION,
     )
+
+
+@pytest.mark.parametrize(
+    ("elsewhere", "status"),
+    [
+        ("", "met"),
+        ("No acupuncture from any other provider this year.", "met"),
+        ("She also had 3 self-pay treatments in March, not billed to Medicare.", "not_met"),
+        ("Outside acupuncture: 3 visits in January.", "not_met"),
+        ("She also saw a community acupuncturist twice in January.", "missing_info"),
+    ],
+)
+def test_a_yearly_count_holds_unless_the_record_speaks_of_acupuncture_beyond_it(
+    controller, elsewhere, status
+):
+    text = f"Sessions completed this year: 12. Additional sessions requested: 8. {elsewhere}"
+    result = decide_on_text(controller, "NCD-30.3.3/C7", text)
+    assert result.status.value == status
