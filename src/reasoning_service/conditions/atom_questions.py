@@ -680,6 +680,7 @@ class AtomQuestionController:
                 f"{code.state.value} {code.note}"[:300],
                 "evidence": [*outcome.verified, *code.evidence] if both_sides else outcome.verified,
                 "decided_by": "model",
+                "by_silence": False,
             }
         )
 

@@ -112,6 +112,8 @@ def evaluate_atom(atom: Atom, reading: CaseReading, min_confidence: float) -> At
     if isinstance(atom, FindingAtom) and atom.expect == "absent":
         observations = _presence_wins(observations)
     if isinstance(atom, FindingAtom) and not observations and atom.when_silent == "absent":
+        if any(mention.blank for mention in reading.mentions(names)):
+            return AtomVerdict(AtomState.NO_EVIDENCE, "a form asks and leaves it blank", [])
         state = AtomState.HOLDS if atom.expect == "absent" else AtomState.FAILS
         return AtomVerdict(state, "not mentioned anywhere: taken as absent", [], by_silence=True)
     if isinstance(atom, TimeWindowAtom) and not observations and atom.when_undated == "holds":

@@ -124,6 +124,8 @@ class Mention:
     end: int
     """Offsets inside `sentence.text`."""
     stance: Stance
+    blank: bool = False
+    """The name labels a form field left empty ("Adverse effects:"): asked, never answered."""
 
     @property
     def text(self) -> str:
@@ -656,7 +658,8 @@ class CaseReading:
                 stance = by_name if _negates_itself(sentence.text[start:end]) else by_name | by_head
                 if clause != sentence.text and _declined(clause, start, end):
                     stance = Stance(negated=True, family=stance.family)  # "ECT discussed; declined"
-                if unticked or self._blank_field(sentence, end):
+                blank = self._blank_field(sentence, end)
+                if unticked or blank:
                     stance = Stance(hypothetical=True)  # "Adverse effects:" left empty
                 if stance.negated and _denies_recurrence(sentence.text, start, end):
                     # "no myocardial infarction since 2024": denies a new one, affirms the old
@@ -666,7 +669,7 @@ class CaseReading:
                         possible=stance.possible,
                         planned=stance.planned,
                     )
-                mentions.append(Mention(sentence, start, end, stance))
+                mentions.append(Mention(sentence, start, end, stance, blank))
         return mentions
 
     def authors(self, doc_ids: set[str]) -> list[tuple[Sentence, str]]:

@@ -217,7 +217,8 @@ def _decide(
     conditions: Conditions, atoms: list[AtomResult]
 ) -> tuple[CriterionStatus, ReasonCode | None, str]:
     states = {atom.atom_id: atom.state for atom in atoms}
-    status = criterion_status(conditions, states)
+    silent = {atom.atom_id for atom in atoms if atom.by_silence}
+    status = criterion_status(conditions, states, silent)
     reason = ReasonCode.CONFLICTING_EVIDENCE if status is CriterionStatus.UNCERTAIN else None
     return status, reason, _rationale(status, atoms)
 

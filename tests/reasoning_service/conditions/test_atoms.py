@@ -815,6 +815,19 @@ def test_silence_is_absence_only_where_the_conditions_say_so(read):
     assert state(STROKE.model_copy(update={"expect": "absent"}), make_case("x"), read) is N
 
 
+def test_a_form_field_left_blank_is_no_silence(read):
+    side_effects = FindingAtom(
+        kind="finding",
+        id="intolerance",
+        label="Intolerance",
+        concept="adverse effects",
+        when_silent="absent",
+    )
+    blank = make_case("Medication trials: sertraline 8 wk.\nAdverse effects:\nPsychotherapy: CBT")
+    assert state(side_effects, blank, read) is N
+    assert state(side_effects, make_case("Medication trials: sertraline 8 wk."), read) is F
+
+
 def test_a_qualified_measurement_of_the_same_name_is_ignored(read):
     ahi = QuantityAtom(
         kind="quantity",

@@ -87,3 +87,14 @@ def test_silent_alternatives_fail_once_the_case_rules_one_out_where_the_conditio
     assert combine(conditions(plain).require, {"htn": F, "stroke": N}) is N
     assert combine(conditions(listed).require, {"htn": N, "stroke": N}) is N
     assert combine(conditions(listed).require, {"htn": F, "stroke": H}) is H
+
+
+@pytest.mark.parametrize(
+    ("other", "expected"),
+    [(H, F), (N, N), (C, C)],
+)
+def test_a_failure_known_only_from_silence_does_not_decide_an_undecided_all_of(other, expected):
+    tree = conditions({"all_of": [finding("trials"), finding("intolerance")]}).require
+    states = {"trials": other, "intolerance": F}
+    assert combine(tree, states, silent={"intolerance"}) is expected
+    assert combine(tree, states) is F  # a failure on evidence decides whatever else is unknown

@@ -200,3 +200,23 @@ def test_no_brain_damage_needs_a_word_on_the_patients_neurologic_state(controlle
     text = f"{neuro} Sinus rhythm, no AF. No history of cancer."
     result = decide_on_text(controller, "NCD-20.4/C10", text)
     assert result.status.value == status
+
+
+@pytest.mark.parametrize(
+    ("trials", "status"),
+    [
+        (
+            "Sertraline 200 mg x 10 wk, no response. Bupropion XL 450 mg x 8 wk, no response.",
+            "not_met",
+        ),
+        (
+            "Sertraline stopped after 2 weeks for side effects (nausea). Venlafaxine"
+            " stopped after 10 days due to side effects (hypertension).",
+            "met",
+        ),
+        ("Severe major depression, PHQ-9 22.", "missing_info"),
+    ],
+)
+def test_trials_documented_without_a_side_effect_show_no_intolerance(controller, trials, status):
+    result = decide_on_text(controller, "LCD-L34641/C3", trials)
+    assert result.status.value == status
