@@ -815,6 +815,15 @@ def test_silence_is_absence_only_where_the_conditions_say_so(read):
     assert state(STROKE.model_copy(update={"expect": "absent"}), make_case("x"), read) is N
 
 
+def test_a_planned_thing_named_after_a_statement_leaves_the_statement_standing(read):
+    orientation = FindingAtom(
+        kind="finding", id="orientation", label="Orientation", concept="orientation session"
+    )
+    done = "The orientation session was completed before the planned surgery date."
+    assert state(orientation, make_case(done), read) is H
+    assert state(orientation, make_case("The orientation session is planned."), read) is N
+
+
 def test_a_form_field_left_blank_is_no_silence(read):
     side_effects = FindingAtom(
         kind="finding",

@@ -220,3 +220,18 @@ def test_no_brain_damage_needs_a_word_on_the_patients_neurologic_state(controlle
 def test_trials_documented_without_a_side_effect_show_no_intolerance(controller, trials, status):
     result = decide_on_text(controller, "LCD-L34641/C3", trials)
     assert result.status.value == status
+
+
+@pytest.mark.parametrize(
+    ("procedure", "status"),
+    [
+        ("laparoscopic sleeve gastrectomy (CPT 43775)", "met"),
+        ("laparoscopic Roux-en-Y gastric bypass", "met"),
+        ("laparoscopic one-anastomosis gastric bypass", "not_met"),
+        ("open sleeve gastrectomy", "not_met"),
+        ("sleeve gastrectomy", "missing_info"),  # the approach decides coverage
+    ],
+)
+def test_only_the_covered_procedures_and_approaches_are_met(controller, procedure, status):
+    result = decide_on_text(controller, "NCD-100.1/C4", f"Procedure requested: {procedure}.")
+    assert result.status.value == status
