@@ -125,6 +125,54 @@ def test_an_acupuncturist_who_works_unsupervised_is_no_qualified_provider(contro
     assert result.status is CriterionStatus.NOT_MET
 
 
+_QUALIFIED_ACUPUNCTURIST = (
+    "Acupuncture performed by Kim Park, L.Ac., MSOM (ACAOM-accredited program). Acupuncture"
+    " license AC1234, active, unrestricted."
+)
+
+
+@pytest.mark.parametrize(
+    ("supervision", "status"),
+    [
+        ("Supervising physician: Dr. Ruiz, MD, on site (direct supervision).", "met"),
+        ("Supervising physician: Dr. Ruiz, MD (general supervision, off-site).", "not_met"),
+        ("No physician is on site; Dr. Ruiz, MD, is available by phone.", "not_met"),
+        ("Supervising physician: Dr. Ruiz, MD, who is not on site during treatment.", "not_met"),
+    ],
+)
+def test_auxiliary_personnel_need_direct_supervision_not_a_physician_on_call(
+    controller, supervision, status
+):
+    text = f"{_QUALIFIED_ACUPUNCTURIST} {supervision}"
+    result = decide_on_text(controller, "NCD-30.3.3/C8", text)
+    assert result.status.value == status
+
+
+@pytest.mark.parametrize(
+    ("training", "status"),
+    [
+        ("Dr. Lee completed the state-required 300 hours of acupuncture training.", "met"),
+        ("Dr. Lee has not completed the state-required acupuncture training.", "not_met"),
+        ("Acupuncture is outside the scope of practice for physicians in this state.", "not_met"),
+    ],
+)
+def test_a_physician_furnishes_acupuncture_only_within_state_requirements(
+    controller, training, status
+):
+    text = f"Acupuncture performed by: Dana Lee, MD. {training}"
+    result = decide_on_text(controller, "NCD-30.3.3/C8", text)
+    assert result.status.value == status
+
+
+def test_a_lapsed_word_about_something_else_is_no_license_problem(controller):
+    text = (
+        f"{_QUALIFIED_ACUPUNCTURIST} Direct supervision by Dr. Ruiz, MD, on site. The patient is"
+        " physically inactive; two authorized visits expired unused."
+    )
+    result = decide_on_text(controller, "NCD-30.3.3/C8", text)
+    assert result.status is CriterionStatus.MET
+
+
 @pytest.mark.parametrize(
     ("history", "status"),
     [
