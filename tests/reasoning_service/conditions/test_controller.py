@@ -164,6 +164,30 @@ def test_a_physician_furnishes_acupuncture_only_within_state_requirements(
     assert result.status.value == status
 
 
+@pytest.mark.parametrize(
+    "provider",
+    [
+        "Jane Fox, ND (naturopathic physician), active license",
+        "Kim Park, AP (Acupuncture Physician, Florida), license active",
+        "Dr. Ray Holt, chiropractic physician, 100-hour acupuncture certificate",
+    ],
+)
+def test_a_title_with_physician_in_it_is_no_physician(controller, provider):
+    text = f"Rendering provider: {provider}."
+    result = decide_on_text(controller, "NCD-30.3.3/C8", text)
+    assert result.status is not CriterionStatus.MET
+
+
+def test_a_degree_without_acaom_accreditation_qualifies_no_acupuncturist(controller):
+    text = (
+        "Rendering provider: Kim Park, L.Ac., Master of Science in Oriental Medicine, Shanghai"
+        " University of TCM (China). Acupuncture license active, unrestricted. Supervising"
+        " physician: Dr. Ruiz, MD, on site."
+    )
+    result = decide_on_text(controller, "NCD-30.3.3/C8", text)
+    assert result.status is CriterionStatus.MISSING_INFO
+
+
 def test_a_lapsed_word_about_something_else_is_no_license_problem(controller):
     text = (
         f"{_QUALIFIED_ACUPUNCTURIST} Direct supervision by Dr. Ruiz, MD, on site. The patient is"
