@@ -188,6 +188,19 @@ def test_a_degree_without_acaom_accreditation_qualifies_no_acupuncturist(control
     assert result.status is CriterionStatus.MISSING_INFO
 
 
+@pytest.mark.parametrize(
+    "license_line",
+    ["Ms. Park is a licensed massage therapist in Oregon.", "Licensed RN, license active."],
+)
+def test_another_profession_s_license_is_no_acupuncture_license(controller, license_line):
+    text = (
+        "Rendering provider: Kim Park, MSOM (ACAOM-accredited program). "
+        f"{license_line} Supervising physician: Dr. Ruiz, MD, on site (direct supervision)."
+    )
+    result = decide_on_text(controller, "NCD-30.3.3/C8", text)
+    assert result.status is CriterionStatus.MISSING_INFO
+
+
 def test_a_lapsed_word_about_something_else_is_no_license_problem(controller):
     text = (
         f"{_QUALIFIED_ACUPUNCTURIST} Direct supervision by Dr. Ruiz, MD, on site. The patient is"
