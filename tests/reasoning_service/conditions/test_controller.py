@@ -201,6 +201,41 @@ def test_another_profession_s_license_is_no_acupuncture_license(controller, lice
     assert result.status is CriterionStatus.MISSING_INFO
 
 
+@pytest.mark.parametrize(
+    ("license_line", "status"),
+    [
+        ("She holds no separate acupuncture license (none required for physicians).", "met"),
+        ("Dr. Lee holds no active medical license.", "missing_info"),
+        (
+            "Dr. Lee is licensed in Washington but not licensed in Oregon, where she treats.",
+            "missing_info",
+        ),
+    ],
+)
+def test_a_physician_needs_a_medical_license_not_an_acupuncture_one(
+    controller, license_line, status
+):
+    text = f"Acupuncture performed by: Dana Lee, MD. {license_line}"
+    result = decide_on_text(controller, "NCD-30.3.3/C8", text)
+    assert result.status.value == status
+
+
+@pytest.mark.parametrize(
+    "who",
+    [
+        "Visits 1-4 were performed by Jo Chen, a student intern.",
+        "Her acupuncture license application was submitted in 01/2026 and is not yet issued.",
+    ],
+)
+def test_a_student_or_a_license_not_yet_issued_is_no_qualified_provider(controller, who):
+    text = (
+        "Acupuncture performed by: Kim Park, L.Ac., MSOM (ACAOM-accredited). Supervising"
+        f" physician: Dr. Ruiz, MD, on site. {who}"
+    )
+    result = decide_on_text(controller, "NCD-30.3.3/C8", text)
+    assert result.status is CriterionStatus.NOT_MET
+
+
 def test_a_lapsed_word_about_something_else_is_no_license_problem(controller):
     text = (
         f"{_QUALIFIED_ACUPUNCTURIST} Direct supervision by Dr. Ruiz, MD, on site. The patient is"
