@@ -159,7 +159,7 @@ def test_auxiliary_personnel_need_direct_supervision_not_a_physician_on_call(
 def test_a_physician_furnishes_acupuncture_only_within_state_requirements(
     controller, training, status
 ):
-    text = f"Acupuncture performed by: Dana Lee, MD. {training}"
+    text = f"Acupuncture performed by: Dana Lee, MD (medical license active). {training}"
     result = decide_on_text(controller, "NCD-30.3.3/C8", text)
     assert result.status.value == status
 
@@ -204,7 +204,10 @@ def test_another_profession_s_license_is_no_acupuncture_license(controller, lice
 @pytest.mark.parametrize(
     ("license_line", "status"),
     [
-        ("She holds no separate acupuncture license (none required for physicians).", "met"),
+        (
+            "Medical license active. She holds no separate acupuncture license (none needed).",
+            "met",
+        ),
         ("Dr. Lee holds no active medical license.", "missing_info"),
         (
             "Dr. Lee is licensed in Washington but not licensed in Oregon, where she treats.",
@@ -216,6 +219,25 @@ def test_a_physician_needs_a_medical_license_not_an_acupuncture_one(
     controller, license_line, status
 ):
     text = f"Acupuncture performed by: Dana Lee, MD. {license_line}"
+    result = decide_on_text(controller, "NCD-30.3.3/C8", text)
+    assert result.status.value == status
+
+
+def test_a_physician_whose_license_the_record_never_states_is_missing_information(controller):
+    result = decide_on_text(controller, "NCD-30.3.3/C8", "Acupuncture performed by: Dana Lee, MD.")
+    assert result.status is CriterionStatus.MISSING_INFO
+
+
+@pytest.mark.parametrize(
+    ("supervision", "status"),
+    [
+        ("Supervision: Dr. Ray Holt, DC (chiropractic physician), on site.", "not_met"),
+        ("Supervised by the clinic owner, Ray Holt, DC, who is on site.", "not_met"),
+        ("Direct supervision by Dr. Ruiz, MD, on site. She also sees a chiropractor.", "met"),
+    ],
+)
+def test_only_a_physician_pa_or_np_supervises_auxiliary_personnel(controller, supervision, status):
+    text = f"{_QUALIFIED_ACUPUNCTURIST} {supervision}"
     result = decide_on_text(controller, "NCD-30.3.3/C8", text)
     assert result.status.value == status
 
