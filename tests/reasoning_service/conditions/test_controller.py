@@ -258,6 +258,21 @@ def test_a_student_or_a_license_not_yet_issued_is_no_qualified_provider(controll
     assert result.status is CriterionStatus.NOT_MET
 
 
+@pytest.mark.parametrize(
+    ("other", "status"),
+    [
+        ("Treatment log: visits 3-8 needling performed by Tom Reed, LMT.", "not_met"),
+        ("Referred by Ray Holt, DC, her chiropractor.", "met"),
+    ],
+)
+def test_a_visit_furnished_by_someone_who_does_not_qualify_fails_the_course(
+    controller, other, status
+):
+    text = f"{_QUALIFIED_ACUPUNCTURIST} Direct supervision by Dr. Ruiz, MD, on site. {other}"
+    result = decide_on_text(controller, "NCD-30.3.3/C8", text)
+    assert result.status.value == status
+
+
 def test_a_lapsed_word_about_something_else_is_no_license_problem(controller):
     text = (
         f"{_QUALIFIED_ACUPUNCTURIST} Direct supervision by Dr. Ruiz, MD, on site. The patient is"
