@@ -318,11 +318,12 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
         if _on_topic(atom, reading, v) and not _named_other(v, other, reading)
     ]
     for view in named:
-        is_present = fact_presence(view, reading)
+        expires = _valid_through(view, reading)
+        is_present = _presence(view, reading, expires)
         if is_present is None:
             continue
         says = present_says if is_present else absent_says
-        expiry = _valid_through(view, reading) is not None
+        expiry = expires is not None
         yes, no = ("valid", "expired") if expiry else ("present", "absent")
         word = yes if is_present else no
         unsupported = view.fact.value is True and _quote_silent_on(view, reading, names)
@@ -503,6 +504,11 @@ def _planned(mention: Mention, reading: CaseReading) -> bool:
 
 def fact_presence(view: FactView, reading: CaseReading) -> bool | None:
     """True / False when a fact named for the finding says it is present / absent."""
+    return _presence(view, reading, _valid_through(view, reading))
+
+
+def _presence(view: FactView, reading: CaseReading, expires: dt.date | None) -> bool | None:
+    """`fact_presence`, given the date the fact says the thing is valid through (if any)."""
     value = view.fact.value
     if value is None:
         return None
@@ -512,7 +518,6 @@ def fact_presence(view: FactView, reading: CaseReading) -> bool | None:
         return value != 0
     if isinstance(value, list):
         return bool(value)
-    expires = _valid_through(view, reading)
     if expires is not None:
         return expires >= reading.as_of
     if isinstance(value, dt.date):

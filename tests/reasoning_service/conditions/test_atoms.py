@@ -825,41 +825,33 @@ def test_a_planned_thing_named_after_a_statement_leaves_the_statement_standing(r
 
 
 def test_a_form_field_left_blank_is_no_silence(read):
-    side_effects = FindingAtom(
-        kind="finding",
-        id="intolerance",
-        label="Intolerance",
-        concept="adverse effects",
-        when_silent="absent",
-    )
+    side_effects = INTOLERANCE.model_copy(update={"when_silent": "absent"})
     blank = make_case("Medication trials: sertraline 8 wk.\nAdverse effects:\nPsychotherapy: CBT")
     assert state(side_effects, blank, read) is N
     assert state(side_effects, make_case("Medication trials: sertraline 8 wk."), read) is F
 
 
+AHI = QuantityAtom(
+    kind="quantity",
+    id="ahi",
+    label="AHI ≥ 15",
+    concept="AHI",
+    comparator=">=",
+    value=15,
+    unit="event/hour",
+)
+
+
 def test_a_qualified_measurement_of_the_same_name_is_ignored(read):
-    ahi = QuantityAtom(
-        kind="quantity",
-        id="ahi",
-        label="AHI ≥ 15",
-        concept="AHI",
-        comparator=">=",
-        value=15,
-        unit="event/hour",
-        not_when=["residual"],
-    )
+    ahi = AHI.model_copy(update={"not_when": ["residual"]})
     case = make_case("Diagnostic PSG: AHI 31 events/hour.", "Download: residual AHI 2.1.")
     assert state(ahi, case, read) is H
 
 
 def test_a_unit_word_after_a_number_in_a_field_name_is_no_unit(read):
     """`ahi_4pct` is the AHI by the 4% rule, not an AHI in percent; `weight_lb` is in pounds."""
-    ahi = QuantityAtom(
-        kind="quantity", id="ahi", label="AHI ≥ 15", concept="AHI",
-        comparator=">=", value=15, unit="event/hour",
-    )  # fmt: skip
     case = make_case("Sleep study.", facts=[{"field": "psg.ahi_4pct", "value": 11.2}])
-    assert state(ahi, case, read) is F
+    assert state(AHI, case, read) is F
     case = make_case(
         "Clinic.", facts=[{"field": "weight_lb", "value": 250}, {"field": "height_m", "value": 1.7}]
     )
@@ -869,16 +861,7 @@ def test_a_unit_word_after_a_number_in_a_field_name_is_no_unit(read):
 def test_a_fact_whose_quote_qualifies_its_value_is_another_measurement(read):
     """The policy's AHI counts hypopneas with a 4% desaturation; the 3%-rule index is another,
     however the extractor named its field."""
-    ahi = QuantityAtom(
-        kind="quantity",
-        id="ahi",
-        label="AHI ≥ 15",
-        concept="AHI",
-        comparator=">=",
-        value=15,
-        unit="event/hour",
-        not_when=["3%"],
-    )
+    ahi = AHI.model_copy(update={"not_when": ["3%"]})
     four = quoted_fact("psg.ahi_4pct", 11.2, "AHI, 4% rule: 11.2/h", unit="events/h")
     for quote in ("AHI, 3% hypopnea rule (AASM): 16.8/h", "16.8/h using the 3%/arousal rule"):
         three = quoted_fact("psg.ahi", 16.8, quote, unit="events/h")
