@@ -658,8 +658,10 @@ class CaseReading:
                 stance = by_name if _negates_itself(sentence.text[start:end]) else by_name | by_head
                 if clause != sentence.text and _declined(clause, start, end):
                     stance = Stance(negated=True, family=stance.family)  # "ECT discussed; declined"
+                if _ZERO_ROW.fullmatch(sentence.text, end) is not None:
+                    stance = Stance(negated=True, family=stance.family)  # "Sustained VT  0  0"
                 blank = self._blank_field(sentence, end)
-                if unticked or blank:
+                if unticked or blank or _heading(sentence.text):
                     stance = Stance(hypothetical=True)  # "Adverse effects:" left empty
                 if stance.negated and _denies_recurrence(sentence.text, start, end):
                     # "no myocardial infarction since 2024": denies a new one, affirms the old
@@ -754,6 +756,25 @@ _LINE_REACH = 120
 
 _TITLE_WORDS = 10
 """Longest line under a signature that is still read as the signer's title."""
+
+
+_ZERO_ROW = re.compile(r"[^\S\n]*(?:\([^)\n]*\))?(?:[^\S\n]+0+(?:\.0+)?)+[^\S\n]*")
+"""The rest of a table row that counts none of the name in every column ("Sustained VT  0  0")."""
+
+
+def _heading(text: str) -> bool:
+    """A line of a few words all in capitals, with no number and no "label:": a heading names
+    its section's topic ("SECTION B - PSYCHOTHERAPY"); it says nothing of the patient."""
+    letters = [char for char in text if char.isalpha()]
+    return (
+        len(text.split()) >= _HEADING_WORDS
+        and all(char.isupper() for char in letters)
+        and not any(char.isdigit() or char == ":" for char in text)
+    )
+
+
+_HEADING_WORDS = 3
+"""The fewest words of a heading: shorter capitals are a name or a result ("NYHA III")."""
 
 
 def _block(lines: Iterable[str]) -> list[str]:

@@ -111,6 +111,45 @@ def test_a_finding_reads_negation_family_history_and_hypotheticals(text, expecte
 
 
 @pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I have reviewed the workup in detail for a stroke.", N),  # a search, not a finding
+        ("Evaluated for stroke in the ED; CT and MRI unremarkable.", N),
+        ("Suspected stroke.", C),  # only a suspicion: vague, never a finding
+        ("Concern for stroke; MRI ordered.", C),
+        ("STROKE PREVENTION AND FOLLOW-UP", N),  # a heading names a topic
+        ("Stroke (imaging-confirmed)    0    0    0", F),  # a table row that counts none
+        ("Stroke (imaging-confirmed)    0    1    0", H),
+        ("He has yet to have a stroke.", F),
+        ("Not yet a stroke, only a TIA.", F),
+        ("Stroke imaging not on file.", F),
+        ("May benefit from stroke clinic follow-up.", N),
+        ("Zero strokes on record.", F),
+    ],
+)
+def test_a_search_a_suspicion_a_heading_or_a_row_of_zeros_is_no_finding(text, expected, read):
+    assert state(STROKE, make_case(text), read) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Psychotherapy not tried.", F),
+        ("Psychotherapy has not been tried.", F),
+        ("Psychotherapy not done.", F),
+        ("Patient refused psychotherapy.", F),
+        ("She lacks any psychotherapy record.", F),
+        ("Psychotherapy records unavailable.", F),
+    ],
+)
+def test_common_ways_of_saying_a_thing_was_not_done_negate_it(text, expected, read):
+    psychotherapy = FindingAtom(
+        kind="finding", id="psychotherapy", label="Psychotherapy", concept="psychotherapy"
+    )
+    assert state(psychotherapy, make_case(text), read) is expected
+
+
+@pytest.mark.parametrize(
     ("value", "expected"),
     [
         ("none known", F),

@@ -138,6 +138,13 @@ _QUALIFIED_ACUPUNCTURIST = (
         ("Supervising physician: Dr. Ruiz, MD (general supervision, off-site).", "not_met"),
         ("No physician is on site; Dr. Ruiz, MD, is available by phone.", "not_met"),
         ("Supervising physician: Dr. Ruiz, MD, who is not on site during treatment.", "not_met"),
+        (
+            "Supervising physician: Dr. Ruiz, MD. Supervision level: [ ] Direct [x] General",
+            "not_met",
+        ),
+        ("Supervising physician: Dr. Ruiz, MD. Supervision level: [x] Direct [ ] General", "met"),
+        ("Supervising physician: Dr. Ruiz, MD, supervises remotely via telehealth.", "not_met"),
+        ("Supervision: indirect (Dr. Ruiz, MD, reachable by pager).", "not_met"),
     ],
 )
 def test_auxiliary_personnel_need_direct_supervision_not_a_physician_on_call(
@@ -146,6 +153,15 @@ def test_auxiliary_personnel_need_direct_supervision_not_a_physician_on_call(
     text = f"{_QUALIFIED_ACUPUNCTURIST} {supervision}"
     result = decide_on_text(controller, "NCD-30.3.3/C8", text)
     assert result.status.value == status
+
+
+def test_a_school_not_yet_accredited_gives_no_met(controller):
+    text = (
+        "Acupuncture performed by Kim Park, L.Ac., MSOM (program in ACAOM candidacy, not yet"
+        " accredited). Acupuncture license AC1234, active. Supervising physician: Dr. Ruiz, MD,"
+        " on site (direct supervision)."
+    )
+    assert decide_on_text(controller, "NCD-30.3.3/C8", text).status.value != "met"
 
 
 @pytest.mark.parametrize(
