@@ -16,7 +16,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Literal
 
 from reasoning_service.conditions.vocabulary import Vocabulary, normalise_words
@@ -608,16 +608,16 @@ class CaseReading:
         `codes` also uses and with none of them: then the codes say it is another concept.
         A relative's fact (`fhx.dcm`) binds only to an atom that itself names relatives.
         """
-        keys = [key for key in (normalise_words(name) for name in names) if key]
+        keys = _name_keys(tuple(names))
         wanted = {code.key() for code in codes}
         systems = {system for system, _ in wanted}
-        asks_about_relatives = any(self.vocabulary.names_relative(key) for key in keys)
+        asks_about_relatives = any(self.vocabulary.names_relative(key.words) for key in keys)
         by_code = [v for v in self.facts if wanted & {c.key() for c in v.fact.codes}]
         by_name = [
             view
             for view in self.facts
             if view not in by_code
-            and any(view.named_by(key) for key in keys)
+            and _named_by_any(view, keys)
             and not systems & {c.key()[0] for c in view.fact.codes}
         ]
         return [
@@ -852,6 +852,33 @@ def _view_of(fact: Fact, date: dt.date | None, vocabulary: Vocabulary) -> FactVi
 
 def _doc_of(fact: Fact) -> str | None:
     return fact.source.doc_id if fact.source is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class _NameKey:
+    """A name's words as a field name would hold them, with what rules a field out fast."""
+
+    words: tuple[str, ...]
+    word_set: frozenset[str]
+    joined: str
+
+
+@lru_cache(maxsize=4096)
+def _name_keys(names: tuple[str, ...]) -> tuple[_NameKey, ...]:
+    """The keys of an atom's names (criteria data, never case text, so safe to cache)."""
+    keys = (normalise_words(name) for name in names)
+    return tuple(_NameKey(key, frozenset(key), "".join(key)) for key in keys if key)
+
+
+def _named_by_any(view: FactView, keys: tuple[_NameKey, ...]) -> bool:
+    """`view.named_by` for any key, skipping at once the keys whose words the field lacks (an
+    atom has up to a hundred names; a case, dozens of facts)."""
+    field_words = frozenset(view.every_word)
+    joined = ("".join(view.words), "".join(view.spelled))
+    return any(
+        (key.word_set <= field_words or key.joined in joined) and view.named_by(key.words)
+        for key in keys
+    )
 
 
 def _contains(words: tuple[str, ...], key: tuple[str, ...]) -> bool:

@@ -93,8 +93,8 @@ class Vocabulary(BaseModel):
         """`names` plus every member of a synonym group that one of them belongs to."""
         keys = {normalise_words(name) for name in names}
         widened = list(names)
-        for group in self.synonym_groups:
-            if any(normalise_words(member) in keys for member in group):
+        for group, members in zip(self.synonym_groups, self._group_keys, strict=True):
+            if not keys.isdisjoint(members):
                 widened.extend(group)
         return list(dict.fromkeys(widened))
 
@@ -105,14 +105,19 @@ class Vocabulary(BaseModel):
     _author_labels: frozenset[str] = PrivateAttr(default=frozenset())
     _outcome: re.Pattern[str] | None = PrivateAttr(default=None)
     _author: re.Pattern[str] | None = PrivateAttr(default=None)
+    _group_keys: tuple[frozenset[tuple[str, ...]], ...] = PrivateAttr(default=())
 
     def model_post_init(self, context: object, /) -> None:
-        """Prepare the unit spellings once: every number read in a note looks them up."""
+        """Prepare the unit spellings and synonym groups once: every number read in a note
+        looks the spellings up, every atom evaluated widens its names by the groups."""
         self._units = {key.lower(): value for key, value in self.unit_spellings.items()}
         self._spellings = tuple(sorted(self._units, key=len, reverse=True))
         self._abbreviations = {k.lower(): v for k, v in self.field_abbreviations.items()}
         self._author_labels = frozenset(label.lower() for label in self.author_labels)
         self._relatives = frozenset(w for n in self.relative_words for w in normalise_words(n))
+        self._group_keys = tuple(
+            frozenset(normalise_words(member) for member in group) for group in self.synonym_groups
+        )
         if self.outcome_words:
             spelled = "|".join(re.escape(word) for word in self.outcome_words)
             self._outcome = re.compile(rf"\b(?:{spelled})\b", re.I)
