@@ -408,3 +408,29 @@ def test_trials_documented_without_a_side_effect_show_no_intolerance(controller,
 def test_only_the_covered_procedures_and_approaches_are_met(controller, procedure, status):
     result = decide_on_text(controller, "NCD-100.1/C4", f"Procedure requested: {procedure}.")
     assert result.status.value == status
+
+
+@pytest.mark.parametrize(
+    ("criterion", "text"),
+    [
+        (
+            "NCD-30.3.3/C6",
+            "Acupuncture visits 1-12 completed. Progress: functional gains in sitting and walking"
+            " tolerance; goals partially met. Requesting 8 additional visits.",
+        ),
+        ("NCD-20.4/C8", "Outpatient visit. VSS, off pressors since 01/05; euvolemic, NYHA II."),
+        ("NCD-240.4/C6", "HSAT: AHI 9/h. PMH: dementia (MCI progressing), no other problems."),
+        (
+            "NCD-20.4/C10",
+            "PMH: HTN. Neuro: nonfocal, AAOx3. No malignancy. Sinus rhythm, no AF."
+            " Life expectancy > 5 years.",
+        ),
+    ],
+)
+def test_the_ways_clinicians_write_a_finding_are_read(controller, criterion, text):
+    assert decide_on_text(controller, criterion, text).status.value == "met"
+
+
+def test_apap_the_analgesic_is_no_sleep_apnea(controller):
+    text = "BMI 41. Meds: APAP 500 mg prn. No other medical problems."
+    assert decide_on_text(controller, "NCD-100.1/C2", text).status.value != "met"
