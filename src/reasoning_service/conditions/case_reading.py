@@ -774,7 +774,7 @@ def _heading(text: str) -> bool:
 
 
 _HEADING_WORDS = 3
-"""The fewest words of a heading: shorter capitals are a name or a result ("NYHA III")."""
+"""The fewest words of a heading: shorter capitals are a name or a result ("LEFT BBB")."""
 
 
 def _block(lines: Iterable[str]) -> list[str]:
