@@ -140,6 +140,7 @@ def test_a_search_a_suspicion_a_heading_or_a_row_of_zeros_is_no_finding(text, ex
         ("Patient refused psychotherapy.", F),
         ("She lacks any psychotherapy record.", F),
         ("Psychotherapy records unavailable.", F),
+        ("Psychotherapy deferred to next visit.", F),
     ],
 )
 def test_common_ways_of_saying_a_thing_was_not_done_negate_it(text, expected, read):
