@@ -641,17 +641,23 @@ def _quantity(
         near = abs(value.low - atom.value) <= _NEAR_THRESHOLD * abs(atom.value)
         if low_ok != high_ok or (value.approximate and near):
             says = _Says.VAGUE
-        shown = (
-            _number(value.low)
-            if value.low == value.high
-            else (f"{_number(value.low)}–{_number(value.high)}")
-        )
+        shown = _shown(value)
         note = f"{value.text}: {shown} {atom.unit} vs {atom.comparator} {_number(atom.value)}"
         observations.append(_Observation(says, value.evidence, note, value.trusted, value.date))
     if atom.kinds:
         kinds = [_kind_of(value, atom.kinds, reading) for value in values]
         return _per_kind(atom, list(zip(kinds, observations, strict=True)), reading)
     return observations
+
+
+def _shown(value: _Value) -> str:
+    if value.low == -math.inf:
+        return f"below {_number(value.high)}"
+    if value.high == math.inf:
+        return f"above {_number(value.low)}"
+    if value.low == value.high:
+        return _number(value.low)
+    return f"{_number(value.low)}–{_number(value.high)}"
 
 
 def _latest(values: list[_Value]) -> list[_Value]:
@@ -724,6 +730,8 @@ def _values(
             converted = _in_unit(measured, unit, concept)
             if converted is None or (sentence.index, measured.start) in read:
                 continue
+            if measured.bound is not None:
+                converted = _open_towards(measured.bound, converted)
             read.add((sentence.index, measured.start))
             date = _measured_on(sentence.text, measured, sentence.date or reading.as_of)
             values.append(
@@ -735,6 +743,14 @@ def _values(
             if concept.read_in == "next_to_name":
                 break
     return values
+
+
+def _open_towards(bound: str, value: tuple[float, float]) -> tuple[float, float]:
+    """The values a bound allows: "<30" is anything below 30 (strictly, by a hair)."""
+    low, high = value
+    if bound.startswith("<"):
+        return -math.inf, high if bound == "<=" else math.nextafter(high, -math.inf)
+    return low if bound == ">=" else math.nextafter(low, math.inf), math.inf
 
 
 def _other_words(concept: QuantityAtom | QuantityInput) -> tuple[str, ...]:
@@ -833,10 +849,15 @@ def _belonging_to(
     text = mention.sentence.text
     periods, trends = _is_period(concept.unit), _reads_trends(concept)
     today = mention.sentence.date or reading.as_of
+    # A bound ("EF <30%") settles a comparison, never a formula's input; nor a duration, whose
+    # "more than 14 weeks" says nothing of which trial or episode it belongs to.
+    bounds = isinstance(concept, QuantityAtom) and not periods
     if concept.read_in == "sentence":
-        return parse_measured(text, reading.vocabulary, periods, trends, today)
+        return parse_measured(text, reading.vocabulary, periods, trends, today, bounds)
     end = _name_end(mention, names, reading)
-    return measured_near(text, mention.start, end, reading.vocabulary, periods, trends, today)
+    return measured_near(
+        text, mention.start, end, reading.vocabulary, periods, trends, today, bounds
+    )
 
 
 def _name_end(mention: Mention, names: tuple[str, ...], reading: CaseReading) -> int:

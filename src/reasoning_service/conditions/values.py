@@ -58,6 +58,29 @@ _THRESHOLD_BEFORE = re.compile(
     r"(?:\s+than)?)\s*$",
     re.IGNORECASE,
 )
+_BOUND_BEFORE = re.compile(
+    r"(?:(?P<symbol>[<>≤≥]=?)|\b(?P<words>less than|fewer than|lower than|below|under|"
+    r"greater than|more than|higher than|above|over|at least|no less than|at most|"
+    r"no more than|up to))\s*$",
+    re.IGNORECASE,
+)
+"""Right before a number, what makes it a bound of the value rather than the value."""
+_ASKED = re.compile(r"\s*[:?]")
+"""Right after a bound: it is a label or a question ("BMI > 40?"), not a reading."""
+_NORM = re.compile(
+    r"\b(?:goal|target|aim|cut-?off|threshold|criteria|criterion|required|requires|require|"
+    r"indicated|indication|qualify|qualifies|eligible|eligibility|must|should|needs?|if|when|"
+    r"unless|until)\b",
+    re.IGNORECASE,
+)
+"""Shortly before a bound: it states a rule or an aim ("indicated when EF <35%"), not a
+reading of the patient."""
+_BOUNDS = {
+    "<": "<", "<=": "<=", ">": ">", ">=": ">=", "≤": "<=", "≥": ">=", "less than": "<",
+    "fewer than": "<", "lower than": "<", "below": "<", "under": "<", "greater than": ">",
+    "more than": ">", "higher than": ">", "above": ">", "over": ">", "at least": ">=",
+    "no less than": ">=", "at most": "<=", "no more than": "<=", "up to": "<=",
+}  # fmt: skip
 _FILLER = re.compile(
     r"^[\s:=~(,\-]*(?:(?:of|was|is|were|are|at|by|estimated|measured|calculated|reported|"
     r"approximately|approx\.?|about|around|visually|value|score|total|index|result|"
@@ -140,6 +163,8 @@ class Measured:
     end: int
     approximate: bool = False
     """Written as an estimate ("~35", "about 35", "approximately 35")."""
+    bound: str | None = None
+    """Written as a bound, not a value: `<`, `<=`, `>` or `>=` ("EF <30%", "BMI over 40")."""
 
     def in_unit(self, unit: str) -> tuple[float, float] | None:
         """The value in `unit`; a unitless value is taken as already in it."""
@@ -208,8 +233,10 @@ def parse_measured(
     periods: bool = False,
     trends: bool = False,
     today: dt.date | None = None,
+    bounds: bool = False,
 ) -> list[Measured]:
     """Every number or range in `text` with its unit (feet and inches become inches); with
+    `bounds`, a number written as a bound too ("<30%", "more than 40"), marked as one; with
     `periods`, a span between two dates too, as days ("10/2025-01/2026": 62 to 122 days), and
     from a date to `today`, the note's date, where the text says it still runs ("150 mg since
     11/03/2025"). With `trends`, only the changes a text reports, as percent of the first
@@ -235,18 +262,39 @@ def parse_measured(
     for match in _NUMBER.finditer(text):
         if any(start <= match.start() < end for start, end in covered):
             continue
-        if _THRESHOLD_BEFORE.search(text[max(0, match.start() - 24) : match.start()]):
+        reach = max(0, match.start() - 24)
+        bound, bound_start = _bound(text[reach : match.start()]) if bounds else (None, 0)
+        if bound is None and _THRESHOLD_BEFORE.search(text[reach : match.start()]):
             continue
         low = _number(match.group(1))
         high = _number(match.group(2)) if match.group(2) else low
         unit, end = _unit_after(text, match.end(), vocabulary)
+        if bound is not None and (
+            _ASKED.match(text, end) or _NORM.search(text, max(0, match.start() - 48), match.start())
+        ):
+            continue  # "LVEF <= 30%: [x] yes", "goal EF > 40%": a question or a norm
         approximate = _APPROXIMATE.search(text[max(0, match.start() - 16) : match.start()])
         found.append(
             Measured(
-                min(low, high), max(low, high), unit, match.start(), end, approximate is not None
+                min(low, high),
+                max(low, high),
+                unit,
+                match.start() if bound is None else reach + bound_start,
+                end,
+                approximate is not None,
+                bound,
             )
         )
     return sorted(found, key=lambda m: m.start)
+
+
+def _bound(before: str) -> tuple[str | None, int]:
+    """The bound a number is written as, from the words right before it, and where those
+    words start (None for a value)."""
+    found = _BOUND_BEFORE.search(before)
+    if found is None:
+        return None, 0
+    return _BOUNDS[(found.group("symbol") or found.group("words")).lower()], found.start()
 
 
 def measured_near(
@@ -257,6 +305,7 @@ def measured_near(
     periods: bool = False,
     trends: bool = False,
     today: dt.date | None = None,
+    bounds: bool = False,
 ) -> list[Measured]:
     """Values that belong to the name at `text[start:end]`: right after it ("HbA1c 7.2%",
     "EF of 25-30 %") or, failing that, right before it ("54-year-old", "12 visits").
@@ -265,7 +314,7 @@ def measured_near(
     ("sertraline 200 mg x 10 wk": a dose and a duration); the caller takes the first one in
     the unit it wants.
     """
-    values = parse_measured(text, vocabulary, periods, trends, today)
+    values = parse_measured(text, vocabulary, periods, trends, today, bounds)
     after = [
         value
         for value in values

@@ -221,6 +221,28 @@ def test_a_quantity_in_text_converts_units_and_ranges(read):
     assert state(EF, make_case("Echo: LVEF 45%."), read) is F
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Echo: LVEF <30%.", H),  # every value below 30 is at most 35
+        ("Echo: LVEF less than 35%.", H),
+        ("Echo: LVEF of at least 40%.", F),
+        ("Echo: LVEF > 35%.", F),  # strictly above the threshold
+        ("Echo: LVEF <40%.", C),  # 32 or 38: the bound does not settle it
+        ("LVEF <= 35%:  [x] yes   [ ] no", N),  # a form's question, not a reading
+        ("Goal LVEF > 40% on therapy.", N),  # a goal is no bound of a measurement
+        ("An ICD is indicated when LVEF < 35%.", N),  # a rule, not a reading
+    ],
+)
+def test_a_value_written_as_a_bound_settles_a_comparison_only_when_it_can(text, expected, read):
+    assert state(EF, make_case(text), read) is expected
+
+
+def test_a_bound_is_never_a_formulas_input(read):
+    case = make_case("Weight over 300 lb. Height 70 in.")
+    assert state(BMI, case, read) is N
+
+
 def test_two_sources_that_disagree_are_conflicting(read):
     case = make_case("Echo: LVEF 30%.", "Ventriculogram: LVEF 45%.")
     assert state(EF, case, read) is C
