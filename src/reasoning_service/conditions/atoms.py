@@ -30,6 +30,7 @@ from reasoning_service.conditions.case_reading import (
 )
 from reasoning_service.conditions.units import convert
 from reasoning_service.conditions.values import (
+    Bound,
     Measured,
     TimePoint,
     duration_right_after,
@@ -617,6 +618,8 @@ class _Value:
     trusted: bool
     date: dt.date | None
     approximate: bool = False
+    bound: Bound | None = None
+    """Read from a bound ("<30"): `low`/`high` are then the values it allows."""
 
 
 _NEAR_THRESHOLD = 0.05
@@ -651,10 +654,8 @@ def _quantity(
 
 
 def _shown(value: _Value) -> str:
-    if value.low == -math.inf:
-        return f"below {_number(value.high)}"
-    if value.high == math.inf:
-        return f"above {_number(value.low)}"
+    if value.bound is not None:
+        return f"{value.bound} {_number(value.low if value.bound[0] == '>' else value.high)}"
     if value.low == value.high:
         return _number(value.low)
     return f"{_number(value.low)}–{_number(value.high)}"
@@ -737,7 +738,7 @@ def _values(
             values.append(
                 _Value(
                     *converted, sentence.evidence(), mention.text, True,
-                    date or sentence.date, measured.approximate,
+                    date or sentence.date, measured.approximate, measured.bound,
                 )
             )  # fmt: skip
             if concept.read_in == "next_to_name":
@@ -745,7 +746,7 @@ def _values(
     return values
 
 
-def _open_towards(bound: str, value: tuple[float, float]) -> tuple[float, float]:
+def _open_towards(bound: Bound, value: tuple[float, float]) -> tuple[float, float]:
     """The values a bound allows: "<30" is anything below 30 (strictly, by a hair)."""
     low, high = value
     if bound.startswith("<"):

@@ -12,11 +12,13 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import Literal
 
 from reasoning_service.conditions.units import convert
 from reasoning_service.conditions.vocabulary import Vocabulary
 
 __all__ = [
+    "Bound",
     "Measured",
     "TimePoint",
     "duration_right_after",
@@ -75,7 +77,8 @@ _NORM = re.compile(
 )
 """Shortly before a bound: it states a rule or an aim ("indicated when EF <35%"), not a
 reading of the patient."""
-_BOUNDS = {
+Bound = Literal["<", "<=", ">", ">="]
+_BOUNDS: dict[str, Bound] = {
     "<": "<", "<=": "<=", ">": ">", ">=": ">=", "≤": "<=", "≥": ">=", "less than": "<",
     "fewer than": "<", "lower than": "<", "below": "<", "under": "<", "greater than": ">",
     "more than": ">", "higher than": ">", "above": ">", "over": ">", "at least": ">=",
@@ -163,7 +166,7 @@ class Measured:
     end: int
     approximate: bool = False
     """Written as an estimate ("~35", "about 35", "approximately 35")."""
-    bound: str | None = None
+    bound: Bound | None = None
     """Written as a bound, not a value: `<`, `<=`, `>` or `>=` ("EF <30%", "BMI over 40")."""
 
     def in_unit(self, unit: str) -> tuple[float, float] | None:
@@ -288,7 +291,7 @@ def parse_measured(
     return sorted(found, key=lambda m: m.start)
 
 
-def _bound(before: str) -> tuple[str | None, int]:
+def _bound(before: str) -> tuple[Bound | None, int]:
     """The bound a number is written as, from the words right before it, and where those
     words start (None for a value)."""
     found = _BOUND_BEFORE.search(before)
