@@ -48,7 +48,7 @@ def server(_running_server: ScriptedServer) -> ScriptedServer:
 @pytest.fixture
 async def openai_sdk(server: ScriptedServer) -> AsyncIterator[openai.AsyncOpenAI]:
     sdk = openai.AsyncOpenAI(
-        api_key="test-key", base_url=server.base_url, max_retries=0, timeout=0.3
+        api_key="test-key", base_url=server.base_url, max_retries=0, timeout=2.0
     )
     yield sdk
     await sdk.close()
@@ -57,7 +57,7 @@ async def openai_sdk(server: ScriptedServer) -> AsyncIterator[openai.AsyncOpenAI
 @pytest.fixture
 async def anthropic_sdk(server: ScriptedServer) -> AsyncIterator[anthropic.AsyncAnthropic]:
     sdk = anthropic.AsyncAnthropic(
-        api_key="test-key", base_url=server.anthropic_base_url, max_retries=0, timeout=0.3
+        api_key="test-key", base_url=server.anthropic_base_url, max_retries=0, timeout=2.0
     )
     yield sdk
     await sdk.close()

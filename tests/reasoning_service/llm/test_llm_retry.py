@@ -189,7 +189,7 @@ async def test_529_overloaded_is_retried(
 async def test_timeout_is_retried(
     openai_retrying: RetryingLLMClient, server: ScriptedServer, sleep: SleepRecorder
 ) -> None:
-    server.push(delayed(text("too late"), 1.0), text("ok"))  # the client gives up after 0.3 s
+    server.push(delayed(text("too late"), 4.0), text("ok"))  # the client gives up after 2 s
     assert (await openai_retrying.complete(REQUEST)).content == "ok"
     assert sleep.waits == [1]
 
@@ -200,7 +200,7 @@ async def test_timeouts_exhaust_into_llm_timeout(
     client = RetryingLLMClient(
         OpenAIClient(openai_sdk, model="m"), sleep=sleep, jitter=NO_JITTER, max_retries=1
     )
-    server.push(delayed(text("late"), 1.0), delayed(text("late"), 1.0))
+    server.push(delayed(text("late"), 4.0), delayed(text("late"), 4.0))
     with pytest.raises(LLMTimeout):
         await client.complete(REQUEST)
     assert sleep.waits == [1]
@@ -225,7 +225,7 @@ async def test_permanent_http_errors_hit_the_server_once(
 
 async def test_server_dying_mid_run_is_a_connection_error(sleep: SleepRecorder) -> None:
     server = ScriptedServer([text("first")]).start()
-    sdk = openai.AsyncOpenAI(api_key="k", base_url=server.base_url, max_retries=0, timeout=0.3)
+    sdk = openai.AsyncOpenAI(api_key="k", base_url=server.base_url, max_retries=0, timeout=2.0)
     client = RetryingLLMClient(
         OpenAIClient(sdk, model="m"), sleep=sleep, jitter=NO_JITTER, max_retries=2
     )
