@@ -10,6 +10,7 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Literal
@@ -60,13 +61,6 @@ _THRESHOLD_BEFORE = re.compile(
     r"(?:\s+than)?)\s*$",
     re.IGNORECASE,
 )
-_BOUND_BEFORE = re.compile(
-    r"(?:(?P<symbol>[<>≤≥]=?)|\b(?P<words>less than|fewer than|lower than|below|under|"
-    r"greater than|more than|higher than|above|over|at least|no less than|at most|"
-    r"no more than|up to))\s*$",
-    re.IGNORECASE,
-)
-"""Right before a number, what makes it a bound of the value rather than the value."""
 _ASKED = re.compile(r"\s*[:?]")
 """Right after a bound: it is a label or a question ("BMI > 40?"), not a reading."""
 _NORM = re.compile(
@@ -84,6 +78,20 @@ _BOUNDS: dict[str, Bound] = {
     "more than": ">", "higher than": ">", "above": ">", "over": ">", "at least": ">=",
     "no less than": ">=", "at most": "<=", "no more than": "<=", "up to": "<=",
 }  # fmt: skip
+"""How a bound is written right before its number, and the comparison it means."""
+
+
+def _either(keys: Iterable[str]) -> str:
+    """Keys as regex alternatives, the longest first."""
+    return "|".join(re.escape(key) for key in sorted(keys, key=len, reverse=True))
+
+
+_BOUND_BEFORE = re.compile(
+    rf"(?:(?P<symbol>{_either(k for k in _BOUNDS if not k[0].isalpha())})"
+    rf"|\b(?P<words>{_either(k for k in _BOUNDS if k[0].isalpha())}))\s*$",
+    re.IGNORECASE,
+)
+"""Right before a number, what makes it a bound of the value rather than the value."""
 _FILLER = re.compile(
     r"^[\s:=~(,\-]*(?:(?:of|was|is|were|are|at|by|estimated|measured|calculated|reported|"
     r"approximately|approx\.?|about|around|visually|value|score|total|index|result|"
@@ -275,7 +283,7 @@ def parse_measured(
         if bound is not None and (
             _ASKED.match(text, end) or _NORM.search(text, max(0, match.start() - 48), match.start())
         ):
-            continue  # "LVEF <= 30%: [x] yes", "goal EF > 40%": a question or a norm
+            continue  # "Score >= 10: [x] yes", "goal weight < 90 kg": a question or a norm
         approximate = _APPROXIMATE.search(text[max(0, match.start() - 16) : match.start()])
         found.append(
             Measured(
