@@ -373,7 +373,8 @@ _PLANS = r"pending|to be\b|planned|scheduled|awaiting|tbd\b"
 """Words that put a thing off to later."""
 _VALUE_DEFERS = re.compile(
     rf"\s*(?:{_PLANS}|requested|to follow\b"
-    r"|see\b|refer to\b|(?:available\s+)?(?:up)?on\s+request\b|not\s+(?:attached|included)\b)",
+    r"|see\b|refer to\b|(?:available\s+)?(?:up)?on\s+request\b|not\s+(?:attached|included)\b"
+    r"|unknown\b|unclear\b|undetermined\b|unverified\b|not\s+(?:known|verified|confirmed)\b)",
     re.I,
 )
 _PART_DEFERS = re.compile(rf"[(;,\-–]\s*(?:{_PLANS}|not yet\b)", re.I)
@@ -411,9 +412,9 @@ def form_value(value: str) -> str | None:
 
 
 def value_defers(value: str) -> bool:
-    """Whether a form's or a fact's value puts the thing off or elsewhere: "pending",
-    "scheduled 03/12", "to follow", "see EP note", "available upon request" state nothing
-    done."""
+    """Whether a form's or a fact's value puts the thing off or elsewhere, or leaves it open:
+    "pending", "scheduled 03/12", "to follow", "see EP note", "available upon request",
+    "unknown", "not verified" state nothing done."""
     return _VALUE_DEFERS.match(value) is not None
 
 

@@ -132,9 +132,17 @@ def test_a_finding_reads_negation_family_history_and_hypotheticals(text, expecte
         ("She lacks any psychotherapy record.", F),
         ("Psychotherapy records unavailable.", F),
         ("Psychotherapy deferred to next visit.", F),
+        ("Psychotherapy records not provided.", F),
+        ("Psychotherapy dates not stated.", F),
+        ("Psychotherapy undocumented.", F),
+        ("Psychotherapy history not verified.", N),  # unestablished: no word either way
+        ("Psychotherapy course could not be verified.", N),
+        ("Psychotherapy: unknown", N),
+        ("Psychotherapy: not verified", N),
+        ("Psychotherapy provider to be assigned.", F),  # only planned
     ],
 )
-def test_common_ways_of_saying_a_thing_was_not_done_negate_it(text, expected, read):
+def test_saying_a_thing_was_not_done_negates_it_and_unverified_leaves_it_open(text, expected, read):
     psychotherapy = FindingAtom(
         kind="finding", id="psychotherapy", label="Psychotherapy", concept="psychotherapy"
     )
