@@ -50,12 +50,13 @@ MAX_SENTENCE_CHARS = 400
 """Longer runs of text are cut at whitespace, so no scan is quadratic in a page."""
 _SENTENCE_END = re.compile(
     r"(?<=[.!?;])(?<![:,(/][A-Z]\.)(?<![:,(/] [A-Z]\.)(?<!^[A-Z]\.)(?<!\b[A-Z]\. [A-Z]\.)"
-    r"(?<!\bDr\.)(?<!\bDr\. [A-Z]\.)[\"'”’)\]]?[^\S\n]+|\s*\n\s*",
+    r"(?<!\bDr\.)(?<!\bDr\. [A-Z]\.)(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bSt\.)(?<!\bMt\.)"
+    r"(?<!\bvs\.)(?<!\be\.g\.)(?<!\bi\.e\.)[\"'”’)\]]?[^\S\n]+|\s*\n\s*",
     re.MULTILINE,
 )
 """A stop and space, or a line break; not the stop of an initial ("provider: G. Halvorsen",
-"L. Marsh, MD", "visit w/ H. Brandt NP booked 2/16") or of "Dr.", which would cut a name from
-what the line says of it."""
+"L. Marsh, MD", "visit w/ H. Brandt NP booked 2/16"), of a title ("Dr.", "Mr.", "St. Brigid")
+or of "vs.", "e.g.", "i.e.", which would cut a name from what the line says of it."""
 _SHORT_CAPS = 4
 """An alias this short written in capitals ("MI", "VT") matches only in capitals in text."""
 

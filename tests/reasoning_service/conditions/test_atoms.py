@@ -1395,6 +1395,19 @@ def test_a_name_spans_a_list_joined_by_and(text, expected, read):
     assert state(CHART_REVIEWED, make_case(text), read) is expected
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Reviewed Mr. Kahn's chart.",
+        "Reviewed the St. Brigid chart with Ms. Ortiz.",
+        "Reviewed the PCP vs. St. Brigid chart, i.e. both.",
+    ],
+)
+def test_a_title_or_abbreviation_ends_no_sentence(text, read):
+    topical = CHART_REVIEWED.model_copy(update={"aliases": ["reviewed"], "topic": ["chart"]})
+    assert state(topical, make_case(text), read) is H
+
+
 RENEWAL = CategoryAtom(
     kind="category",
     id="request_type",
