@@ -48,15 +48,30 @@ _OUTCOME_REACH = 2
 negation ("never fully resolved", "not improved")."""
 MAX_SENTENCE_CHARS = 400
 """Longer runs of text are cut at whitespace, so no scan is quadratic in a page."""
+_ABBREVIATIONS = (
+    "Dr.",
+    "Mr.",
+    "Mrs.",
+    "Ms.",
+    "St.",
+    "Mt.",
+    "vs.",
+    "e.g.",
+    "i.e.",
+    "incl.",
+    "approx.",
+)
+"""Stops that end a title or an abbreviation, never a sentence ("St. Brigid", "approx. 3 mo")."""
 _SENTENCE_END = re.compile(
     r"(?<=[.!?;])(?<![:,(/][A-Z]\.)(?<![:,(/] [A-Z]\.)(?<!^[A-Z]\.)(?<!\b[A-Z]\. [A-Z]\.)"
-    r"(?<!\bDr\.)(?<!\bDr\. [A-Z]\.)(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bSt\.)(?<!\bMt\.)"
-    r"(?<!\bvs\.)(?<!\be\.g\.)(?<!\bi\.e\.)[\"'”’)\]]?[^\S\n]+|\s*\n\s*",
+    r"(?<!\bDr\. [A-Z]\.)(?<!\bL\.Ac\.)"
+    + "".join(rf"(?<!\b{re.escape(word)})" for word in _ABBREVIATIONS)
+    + r"[\"'”’)\]]?[^\S\n]+|\s*\n\s*",
     re.MULTILINE,
 )
 """A stop and space, or a line break; not the stop of an initial ("provider: G. Halvorsen",
-"L. Marsh, MD", "visit w/ H. Brandt NP booked 2/16"), of a title ("Dr.", "Mr.", "St. Brigid")
-or of "vs.", "e.g.", "i.e.", which would cut a name from what the line says of it."""
+"L. Marsh, MD", "visit w/ H. Brandt NP booked 2/16"), of a credential ("L.Ac.") or of an
+abbreviation, which would cut a name from what the line says of it."""
 _SHORT_CAPS = 4
 """An alias this short written in capitals ("MI", "VT") matches only in capitals in text."""
 

@@ -1401,6 +1401,8 @@ def test_a_name_spans_a_list_joined_by_and(text, expected, read):
         "Reviewed Mr. Kahn's chart.",
         "Reviewed the St. Brigid chart with Ms. Ortiz.",
         "Reviewed the PCP vs. St. Brigid chart, i.e. both.",
+        "Reviewed approx. two years of chart notes, incl. the ECT log.",
+        "Reviewed with Jane Doe, L.Ac. the chart of visits.",
     ],
 )
 def test_a_title_or_abbreviation_ends_no_sentence(text, read):
