@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from enum import Enum
+from typing import Protocol, TypeVar
 
 from reasoning_service.conditions.case_reading import (
     CaseReading,
@@ -661,7 +662,17 @@ def _shown(value: _Value) -> str:
     return f"{_number(value.low)}–{_number(value.high)}"
 
 
-def _latest(values: list[_Value]) -> list[_Value]:
+class _DatedEvidence(Protocol):
+    @property
+    def date(self) -> dt.date | None: ...
+    @property
+    def evidence(self) -> CaseEvidence: ...
+
+
+_Dated = TypeVar("_Dated", bound=_DatedEvidence)
+
+
+def _latest(values: list[_Dated]) -> list[_Dated]:
     """The values of the latest date, and every value of a fact field they hold: two facts of
     one field that disagree are doubt however far apart their dates."""
     dates = [v.date for v in values if v.date is not None]
@@ -1385,7 +1396,8 @@ def _category(
                         mention.sentence.date,
                     )
                 )
-    return _category_observations(atom, found)
+    observations = _category_observations(atom, found)
+    return _latest(observations) if atom.select == "latest" else observations
 
 
 def _documents_naming(

@@ -266,6 +266,9 @@ class CategoryAtom(_AtomBase, _OtherNamed):
     """The values for which the atom holds."""
     min_count: int = Field(default=1, ge=1)
     """Distinct allowed values that must be documented (2 for "two different classes")."""
+    select: Literal["all", "latest"] = "all"
+    """`all`: every value found must agree; `latest`: the values of the latest dated source, for
+    a state that changes (a class or severity now, not at the first visit)."""
     value_anywhere: bool = False
     """Also count a value's words anywhere in the case text, not only next to the concept
     (for values named by distinctive phrases, such as a drug or a device type)."""
@@ -286,6 +289,8 @@ class CategoryAtom(_AtomBase, _OtherNamed):
         unknown = [value for value in self.allowed if value not in self.values]
         if unknown:
             raise ValueError(f"allowed names values not in `values`: {unknown}")
+        if self.select == "latest" and self.min_count > 1:
+            raise ValueError("select 'latest' reads one state: it needs min_count 1")
         return self
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reasoning_service.conditions.atoms import evaluate_atom
-from reasoning_service.models import AtomState
+from reasoning_service.models import AtomState, CaseBundle
 from reasoning_service.models.conditions import (
     CategoryAtom,
     FindingAtom,
@@ -263,6 +263,29 @@ def test_the_latest_measurement_decides_when_the_atom_selects_it(read):
     case = make_case("Echo today: LVEF 30%. Echo in 2021 showed LVEF 55%.")
     assert state(EF, case, read) is C
     assert state(LATEST_EF, case, read) is H
+
+
+def test_a_category_that_selects_the_latest_reads_the_state_now(read):
+    """A class that changed between two notes is the latest note's; two notes of one date that
+    disagree are still doubt, and without `latest` any disagreement is."""
+    latest = NYHA.model_copy(update={"select": "latest"})
+
+    def notes(old_date: str) -> CaseBundle:
+        pages = [
+            ("2026-01-05", "Admitted with NYHA class IV symptoms."),
+            ("2026-02-20", "NYHA III."),
+        ]
+        documents = [
+            {"doc_id": f"n{i}", "title": "Note", "date": old_date if i == 0 else date, "pages": [p]}
+            for i, (date, p) in enumerate(pages)
+        ]
+        return CaseBundle.model_validate(
+            {"case_id": "t", "as_of": "2026-03-01", "facts": [], "documents": documents}
+        )
+
+    assert state(NYHA, notes("2026-01-05"), read) is C
+    assert state(latest, notes("2026-01-05"), read) is H
+    assert state(latest, notes("2026-02-20"), read) is C
 
 
 def test_a_fact_whose_quote_dates_its_value_is_as_old_as_that_date(read):
