@@ -116,6 +116,8 @@ def state(atom, case, read) -> AtomState:
         ("Stroke imaging not on file.", F),
         ("May benefit from stroke clinic follow-up.", N),
         ("Zero strokes on record.", F),
+        ("Stroke rehab would be arranged if weakness recurs.", N),  # a conditional plan
+        ("Stroke rehab may be considered later.", N),
     ],
 )
 def test_a_finding_reads_negation_family_history_and_hypotheticals(text, expected, read):
