@@ -117,6 +117,7 @@ def state(atom, case, read) -> AtomState:
         ("May benefit from stroke clinic follow-up.", N),
         ("Zero strokes on record.", F),
         ("Stroke rehab would be arranged if weakness recurs.", N),  # a conditional plan
+        ("(n0 stroke or TIA;", F),  # a fax read with a zero for an "o"
         ("Stroke rehab may be considered later.", N),
     ],
 )
