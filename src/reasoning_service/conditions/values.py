@@ -112,6 +112,25 @@ _APPROXIMATE = re.compile(
 _PART_OF_WHOLE = re.compile(
     rf"(?<![\w.])\d+\s*(?:of|/)\s*\d+(?:\s+[A-Za-z]+){{0,2}}\s*\(\s*({_NUM})\s*%\s*\)"
 )
+_WORD_NUMBER = "|".join(_NUMBER_WORDS)
+_TIMES_WORDS = {"once": 1, "twice": 2, "thrice": 3}
+_RATE = (
+    r"(?:(?P<n>\d+|" + _WORD_NUMBER + r")\s*(?:x|×|times)\s*|(?P<word>once|twice|thrice)\s*)"
+    r"(?:(?:visits?|sessions?|treatments?)\s*)?"
+    r"(?:(?:/|per|an?|each|every)\s*(?P<per>week|wk|month|mo)s?\b|(?P<ly>week|month)ly\b)"
+    r"|(?P<plain>\d+|" + _WORD_NUMBER + r")\s*(?:(?:visits?|sessions?|treatments?)\s*)?"
+    r"(?:/|per\s|each\s|every\s|a\s)\s*(?P<plain_per>week|wk|month|mo)s?\b"
+)
+_RATE_AT = re.compile(rf"(?<![\w.])(?:{_RATE})", re.I)
+"""A frequency ("2x/week", "twice weekly", "3 visits per week", "once a month"): a number of
+times per week or month, never a count by itself."""
+_LENGTH = re.compile(
+    rf"\s*,?\s*(?:x|×|for|over)\s*(?:the\s+next\s+)?(?P<m>\d+|{_WORD_NUMBER})\s*"
+    r"(?P<span>week|wk|month|mo)s?\b",
+    re.I,
+)
+_THEN = re.compile(r"\s*[,;]?\s*(?:and\s+)?(?:then|followed\s+by)\s*", re.I)
+_WEEKS_PER_MONTH = 52 / 12
 _FEET_INCHES = re.compile(
     r"(\d)\s*(?:'|’|ft|feet|foot)\s*(\d{1,2}(?:\.\d+)?)\s*(?:\"|”|''|in(?:ches)?)?",
     re.IGNORECASE,
@@ -266,6 +285,9 @@ def parse_measured(
         share = _number(match.group(1))
         found.append(Measured(share, share, "percent", match.start(), match.end()))
         covered.append(match.span())
+    totals, frequencies = _schedules(text)
+    found += totals
+    covered += frequencies
     for match in _FEET_INCHES.finditer(text):
         inches = int(match.group(1)) * 12 + _number(match.group(2))
         found.append(Measured(inches, inches, "inch", match.start(), match.end()))
@@ -278,8 +300,11 @@ def parse_measured(
         if bound is None and _THRESHOLD_BEFORE.search(text[reach : match.start()]):
             continue
         low = _number(match.group(1))
-        high = _number(match.group(2)) if match.group(2) else low
-        unit, end = _unit_after(text, match.end(), vocabulary)
+        ranged = match.group(2) is not None and not any(
+            match.end(1) < start < match.end() for start, _ in covered
+        )  # "97814 - 2x/week": a code, then a frequency, is no range
+        high = _number(match.group(2)) if ranged else low
+        unit, end = _unit_after(text, match.end() if ranged else match.end(1), vocabulary)
         if bound is not None and (
             _ASKED.match(text, end) or _NORM.search(text, max(0, match.start() - 48), match.start())
         ):
@@ -297,6 +322,50 @@ def parse_measured(
             )
         )
     return sorted(found, key=lambda m: m.start)
+
+
+def _schedules(text: str) -> tuple[list[Measured], list[tuple[int, int]]]:
+    """Visits a schedule adds up to ("2x/week x 4 weeks, then 1x/week x 6 weeks" is 14), and
+    the spans of every frequency: a frequency is no count of its own ("2 per week" read as 2
+    visits would pass a limit of 12 that 16 fails). A schedule one of whose parts has no
+    length ("…, then weekly") adds up to nothing. Lengths stay durations."""
+    totals: list[Measured] = []
+    frequencies: list[tuple[int, int]] = []
+    position = 0
+    while (rate := _RATE_AT.search(text, position)) is not None:
+        frequencies.append(rate.span())
+        start, total, exact, end = rate.start(), 0.0, True, rate.end()
+        while (length := _LENGTH.match(text, end)) is not None:
+            times, whole = _times(rate, length)
+            total, exact, end = total + times, exact and whole, length.end()
+            then = _THEN.match(text, end)
+            if then is None:
+                break
+            following = _RATE_AT.match(text, then.end())
+            if following is None:
+                total = 0.0  # "…, then weekly": a part that counts no times
+                break
+            rate, end = following, following.end()
+            frequencies.append(rate.span())
+            if _LENGTH.match(text, end) is None:
+                total = 0.0  # an open-ended part: the schedule has no total
+        if total:
+            totals.append(Measured(total, total, "visit", start, end, not exact))
+        position = end
+    return totals, frequencies
+
+
+def _times(rate: re.Match[str], length: re.Match[str]) -> tuple[float, bool]:
+    """How many times a frequency comes to over a length, and whether exactly (weeks and
+    months mixed are counted at 52/12 weeks a month)."""
+    count = rate.group("n") or rate.group("plain")
+    per_time = _amount(count) if count else float(_TIMES_WORDS[rate.group("word").lower()])
+    per = (rate.group("per") or rate.group("plain_per") or rate.group("ly")).lower()[0]
+    span = length.group("span").lower()[0]
+    times = per_time * _amount(length.group("m"))
+    if per == span:
+        return times, True
+    return (times * _WEEKS_PER_MONTH if per == "w" else times / _WEEKS_PER_MONTH), False
 
 
 def _bound(before: str) -> tuple[Bound | None, int]:

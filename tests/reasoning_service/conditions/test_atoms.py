@@ -1045,6 +1045,26 @@ def test_a_count_follows_its_whole_name_and_a_qualifier_of_time(text, read):
     assert state(visits, make_case(text), read) is F
 
 
+@pytest.mark.parametrize(
+    ("schedule", "expected"),
+    [
+        ("2x/week x 6 weeks", H),
+        ("twice weekly for 6 weeks", H),
+        ("once a week for 10 weeks", H),
+        ("2 per week for 8 weeks", F),  # 16, never "2 visits"
+        ("3 visits/week x 6 weeks", F),
+        ("2x/week x 4 weeks, then 1x/week x 6 weeks", F),  # 14 in all
+        ("2x/week x 4 weeks, then weekly", N),  # open-ended: no total
+        ("2 per week", N),  # a frequency alone counts nothing
+        ("1x/wk x 2 months", H),  # about 8.7, far from 12
+        ("97814 - 2x/week x 6 weeks", N),  # a code and a frequency are no range 2-97814
+    ],
+)
+def test_a_schedule_counts_its_frequency_times_its_length(schedule, expected, read):
+    case = make_case(f"Requested visits: {schedule}.")
+    assert state(REQUESTED_VISITS, case, read) is expected
+
+
 @pytest.mark.parametrize("field", ["family_history.stroke", "fhx.cva", "mother.stroke"])
 def test_a_relatives_fact_is_not_the_patients_finding(field, read):
     case = make_case("Neuro exam normal.", facts=[{"field": field, "value": True}])
