@@ -1247,6 +1247,7 @@ _DATE_LINKS = frozenset(
         "mid",
         "early",
         "late",
+        "the",
     ]
 )
 

@@ -174,8 +174,9 @@ _AMOUNT = rf"({_NUM}|(?:{'|'.join(_NUMBER_WORDS)}|a|an)\b)"
 _AGO = re.compile(rf"\b{_AMOUNT}[\s-]*{_SPAN_UNITS}\s+(?:ago|prior|earlier|before)\b", re.I)
 _DURATION = re.compile(
     rf"(?:\b(?:for|x|×|lasting|over|past|last|duration(?:\s+of)?:?|persist\w*|ongoing)\s+"
-    rf"(?:the\s+)?(?:past\s+|last\s+)?{_AMOUNT}\+?[\s-]*{_SPAN_UNITS}\b"
-    rf"|\b{_AMOUNT}\+?[\s-]*{_SPAN_UNITS}[\s-]+(?:history|duration|of)\b)",
+    rf"(?:the\s+)?(?:past\s+|last\s+)?(?:about\s+|around\s+|approximately\s+|approx\.?\s+)?"
+    rf"{_AMOUNT}\+?[\s-]*{_SPAN_UNITS}\b"
+    rf"|\b{_AMOUNT}\+?[\s-]*{_SPAN_UNITS}['’]?[\s-]+(?:history|duration|of)\b)",
     re.I,
 )
 _NEAR_BEFORE = re.compile(r"[\d.,]+(?:\s*(?:-|–|to)\s*[\d.,]+)?[\s\-]*(?:[\w/%]+[\s\-]+){0,2}")

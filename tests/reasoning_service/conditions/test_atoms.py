@@ -453,6 +453,18 @@ def test_a_duration_counts_from_the_note_date_to_as_of(read):
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        "She has had low back pain for about a year.",
+        "Axial low back pain of 4 months' duration.",
+        "Low back pain began in the fall of 2024 and has persisted.",
+    ],
+)
+def test_a_duration_or_onset_reads_through_approximation_apostrophes_and_articles(text, read):
+    assert state(PAIN_12_WEEKS, make_case(text, doc_date="2026-02-20"), read) is H
+
+
+@pytest.mark.parametrize(
     ("text", "expected"),
     [
         # as_of 2026-03-02: December is 61 to 91 days before, and 12 weeks is 84
