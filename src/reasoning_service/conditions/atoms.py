@@ -35,6 +35,7 @@ from reasoning_service.conditions.values import (
     Measured,
     TimePoint,
     duration_right_after,
+    find_bounded_durations,
     find_dates,
     find_durations,
     measured_near,
@@ -1168,9 +1169,21 @@ def _timing_near(mention: Mention, reading: CaseReading, reference: dt.date) -> 
             continue  # a date after the note was written is a plan, not when it happened
         distance = min(abs(point.start - mention.end), abs(mention.start - point.end))
         candidates.append((distance, _days_before(point, reference, written)))
+    shift = (reference - written).days
     for days, start, end in find_durations(sentence.text):
         distance = min(abs(start - mention.end), abs(mention.start - end))
-        candidates.append((distance, (days + (reference - written).days, None)))
+        candidates.append((distance, (days + shift, None)))
+    for days, bound, start, end in find_bounded_durations(sentence.text):
+        if unchecked(sentence.text, start):
+            continue  # "[ ] < 12 weeks  [x] >= 12 weeks": the option not chosen
+        distance = min(abs(start - mention.end), abs(mention.start - end))
+        strict = 0.0 if bound.endswith("=") else 0.5  # "< 12 weeks" is never 12 weeks
+        if bound[0] == ">":  # "(>3 months)": at least that long, with no end
+            low = days + shift + strict
+            candidates.append((distance, (low, (low, math.inf))))
+        else:
+            high = days + shift - strict
+            candidates.append((distance, (high, (float(shift), high))))
     right_after = duration_right_after(sentence.text, mention.end)
     if right_after is not None:
         candidates.append((0, (right_after[0] + (reference - written).days, None)))

@@ -23,6 +23,7 @@ __all__ = [
     "Measured",
     "TimePoint",
     "duration_right_after",
+    "find_bounded_durations",
     "find_dates",
     "find_durations",
     "measured_near",
@@ -524,6 +525,26 @@ def find_durations(text: str) -> list[tuple[float, int, int]]:
         )
         days = _amount(amount) * _DAYS_PER[unit[0].lower()]
         found.append((days, match.start(), match.end()))
+    return found
+
+
+_BOUNDED_DURATION = re.compile(
+    rf"(?:(?P<symbol>{_either(k for k in _BOUNDS if not k[0].isalpha())})"
+    rf"|\b(?P<words>{_either(k for k in _BOUNDS if k[0].isalpha() and k != 'over')}))"
+    rf"\s*{_AMOUNT}\+?[\s-]*{_SPAN_UNITS}\b",
+    re.I,
+)
+"""A duration written as a bound (">3 months", "more than a year", "less than 6 weeks"); "over
+6 months" is left out, as it is as often the length itself ("pain over the past 6 months")."""
+
+
+def find_bounded_durations(text: str) -> list[tuple[float, Bound, int, int]]:
+    """Durations written as bounds, in days, with the bound."""
+    found: list[tuple[float, Bound, int, int]] = []
+    for match in _BOUNDED_DURATION.finditer(text):
+        bound = _BOUNDS[(match.group("symbol") or match.group("words")).lower()]
+        days = _amount(match.group(3)) * _DAYS_PER[match.group(4)[0].lower()]
+        found.append((days, bound, match.start(), match.end()))
     return found
 
 

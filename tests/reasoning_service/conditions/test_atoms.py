@@ -467,6 +467,27 @@ def test_a_duration_or_onset_reads_through_approximation_apostrophes_and_article
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
+        ("Chronic low back pain (>3 months).", H),
+        ("Low back pain for more than a year.", H),
+        ("Low back pain for less than 6 weeks.", F),
+        ("Low back pain > 6 weeks.", C),  # 6 weeks or 20: it may be either side of 12
+        ("Low back pain duration: [ ] < 12 weeks  [x] >= 12 weeks", H),
+        ("Low back pain duration: [x] < 12 weeks  [ ] >= 12 weeks", F),
+    ],
+)
+def test_a_duration_written_as_a_bound_is_every_length_it_allows(text, expected, read):
+    assert state(PAIN_12_WEEKS, make_case(text, doc_date="2026-03-01"), read) is expected
+
+
+def test_a_bound_written_before_the_reference_date_grows_with_the_days_since(read):
+    """Under 12 weeks nine days ago may be 12 weeks now."""
+    case = make_case("Low back pain for less than 12 weeks.", doc_date="2026-02-20")
+    assert state(PAIN_12_WEEKS, case, read) is C
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
         # as_of 2026-03-02: December is 61 to 91 days before, and 12 weeks is 84
         ("Low back pain that began in December.", C),
         ("Low back pain since early November.", H),  # Nov 1-10: 112 to 121 days
