@@ -664,7 +664,8 @@ class AtomQuestionController:
         call = next((c for c in outcome.replies[0].tool_calls if c.name == ANSWER), None)
         run.step(
             StepKind.OBSERVATION,
-            f"{question.atom.id}: model {answer} {outcome.ids} -> "
+            f"{question.atom.id}: model {answer} {outcome.ids}"
+            f"{'' if outcome.ids_valid else ' (ids invalid, set aside)'} -> "
             f"{said.value if said else 'unknown'}; code {code.state.value} -> {state.value}",
             tool="ask_atom",
             tool_call_id=call.id if call else None,

@@ -182,6 +182,10 @@ async def test_a_yes_with_an_unknown_or_no_id_counts_as_unknown(ids, conditions_
     lvef = next(atom for atom in result.atoms if atom.atom_id == "lvef")
     assert lvef.state is AtomState.NO_EVIDENCE and lvef.decided_by == "code"
     assert result.status is CriterionStatus.MISSING_INFO
+    said = [step.content for step in result.reasoning_trace if step.tool == "ask_atom"]
+    assert "ids invalid, set aside" not in said[0]  # the first answer cited S1, which exists
+    assert "lvef: model yes" in said[1]
+    assert ("ids invalid, set aside" in said[1]) is bool(ids)  # citing nothing is no bad id
 
 
 async def test_a_verified_yes_settles_what_code_could_not_read(conditions_controller):
