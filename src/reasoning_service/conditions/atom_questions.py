@@ -30,6 +30,8 @@ Rules for an answer (`yes` means the atom holds, whatever its polarity):
       otherwise conflicting
     - no: fails when a cited snippet shows the other side (for `expect: present`, a negated
       mention); otherwise no evidence
+    - for a category, a snippet shows "yes" only where it names an allowed value, and "no"
+      where it names only other values ("LVEF 55% on the transfer form" names no method)
 
 `merge_states(code, model)`: no answer or no evidence from the model leaves code's verdict;
 over code's "no evidence" the model's state stands; the model may confirm code or make it
@@ -47,7 +49,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Literal
 
@@ -86,7 +88,7 @@ from reasoning_service.models import (
     ToolSpec,
     Usage,
 )
-from reasoning_service.models.conditions import Atom, Conditions, FindingAtom
+from reasoning_service.models.conditions import Atom, CategoryAtom, Conditions, FindingAtom
 from reasoning_service.models.result import as_llm_fallback, llm_failure_reason
 from reasoning_service.models.task import Controller, CriterionTask
 from reasoning_service.prompts import Prompt
@@ -283,7 +285,25 @@ def snippets_for(atom: Atom, reading: CaseReading, min_fact_confidence: float) -
                 doubtful=presence is True and denied_by_its_sentence(view, reading, names),
             )
         )
+    if isinstance(atom, CategoryAtom):
+        return [_by_value(atom, snippet, reading) for snippet in snippets]
     return snippets
+
+
+def _by_value(atom: CategoryAtom, snippet: Snippet, reading: CaseReading) -> Snippet:
+    """For a category, a snippet shows "yes" only where it names an allowed value ("LVEF 55%"
+    names no method), and "no" where it names only other values."""
+    allowed = tuple(word for value in atom.allowed for word in atom.values[value])
+    others = tuple(
+        word for value, words in atom.values.items() if value not in atom.allowed for word in words
+    )
+    names_allowed = bool(reading.find_in(snippet.text, allowed))
+    names_other = bool(reading.find_in(snippet.text, others))
+    return replace(
+        snippet,
+        affirms=snippet.affirms and names_allowed,
+        negates=snippet.negates or (snippet.affirms and names_other and not names_allowed),
+    )
 
 
 def _sentence_snippet(snippet_id: str, mentions: list[Mention]) -> Snippet:

@@ -486,3 +486,35 @@ async def test_silence_the_data_reads_as_not_applicable_is_final_for_a_small_mod
         assert questions[0] == ICM["question"]
     else:
         assert questions == []
+
+
+METHOD = {
+    "kind": "category",
+    "id": "lvef_method",
+    "label": "LVEF measured by echocardiography",
+    "concept": "LVEF measurement method",
+    "aliases": ["LVEF"],
+    "values": {"echo": ["echocardiography", "TTE"], "guess": ["clinical estimate"]},
+    "allowed": ["echo"],
+}
+
+
+@pytest.mark.parametrize(
+    ("sentence", "status"),
+    [
+        ("LVEF reported as 30% on the transfer form from the referring hospital.", "missing_info"),
+        ("LVEF 30%, as the referring hospital's discharge summary states, on TTE.", "met"),
+        ("LVEF 30%, as the referring hospital's discharge summary states, a clinical estimate.",
+         "missing_info"),
+    ],
+)  # fmt: skip
+async def test_a_yes_on_a_category_needs_a_cited_snippet_naming_an_allowed_value(
+    sentence, status, conditions_controller
+):
+    case = make_case(sentence)
+    llm = ScriptedLLM([answer("yes", ["S1"], 0.95), answer("no", ["S1"], 0.95)])
+    the_policy = policy({"require": METHOD})
+    result = await make(llm, conditions_controller).evaluate(task(case, the_policy))
+
+    assert result.atoms[0].decided_by == ("model" if status == "met" else "code")
+    assert result.status.value == status
