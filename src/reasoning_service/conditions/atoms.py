@@ -1186,7 +1186,7 @@ def _timing_near(mention: Mention, reading: CaseReading, reference: dt.date) -> 
             candidates.append((distance, (high, (float(shift), high))))
     right_after = duration_right_after(sentence.text, mention.end)
     if right_after is not None:
-        candidates.append((0, (right_after[0] + (reference - written).days, None)))
+        candidates.append((0, (right_after[0] + shift, None)))
     if not candidates:
         return None
     return min(candidates, key=lambda candidate: (candidate[0], candidate[1][0]))[1]
