@@ -1442,24 +1442,28 @@ def _nearest_value(
     before_start = max(0, mention.start - _WINDOW_BEFORE)
     while 0 < before_start < mention.start and text[before_start - 1].isalnum():
         before_start += 1  # a word the window cuts is not read ("…RE PRIOR AUTHORIZATION")
-    candidates: list[tuple[int, int, str]] = []  # (distance, -length, value)
     after = text[after_start : after_start + 2 * _WINDOW_AFTER]
     clause_end = _NEW_CLAUSE.search(after)
     if clause_end is not None:
         after = after[: clause_end.start()]
     before = text[before_start : mention.start]
+    spans: dict[tuple[int, int, str], tuple[int, int]] = {}
     for value, words in value_names.items():
-        candidates += [
-            (start, start - end, value)
-            for start, end in reading.find_in(after, words)
-            if start < _WINDOW_AFTER and not unchecked(text, after_start + start)
-        ]
-        candidates += [
-            (mention.start - (before_start + end), start - end, value)
-            for start, end in reading.find_in(before, words)
-            if not unchecked(text, before_start + start)
-        ]
-    return [min(candidates)[2]] if candidates else []
+        for start, end in reading.find_in(after, words):
+            if start < _WINDOW_AFTER and not unchecked(text, after_start + start):
+                spans[(start, start - end, value)] = (after_start + start, after_start + end)
+        for start, end in reading.find_in(before, words):
+            if not unchecked(text, before_start + start):
+                key = (mention.start - (before_start + end), start - end, value)
+                spans[key] = (before_start + start, before_start + end)
+    stated = [
+        key
+        for key, stance in zip(
+            spans, reading.context.stances(text, list(spans.values())), strict=True
+        )
+        if stance.affirmed
+    ]  # "ICD requested (not secondary prevention)", "considered for secondary": no value
+    return [min(stated)[2]] if stated else []
 
 
 def _category_observations(

@@ -215,6 +215,7 @@ class ContextReader:
             for cue in self._vocabulary.context_rules
         ]
         replaced = {rule.literal.lower() for rule in ours}
+        replaced |= {literal.lower() for literal in self._vocabulary.dropped_context_cues}
         defaults = ConText(nlp, rules="default").rules
         context = ConText(nlp, rules=None)
         context.add([rule for rule in defaults if rule.literal.lower() not in replaced] + ours)

@@ -67,6 +67,10 @@ class Vocabulary(BaseModel):
     synonym_groups: list[list[str]] = Field(default_factory=list)
     unit_spellings: dict[str, str] = Field(default_factory=dict)
     context_rules: list[ContextCue] = Field(default_factory=list)
+    dropped_context_cues: list[str] = Field(default_factory=list)
+    """medspaCy default cues (by literal) these records are better read without: its
+    "secondary" ends every negation's scope, so "not secondary prevention" denied nothing;
+    a rule above (`secondary to`) keeps what it was for."""
     fact_words: FactWords = Field(default_factory=FactWords)
     field_abbreviations: dict[str, str] = Field(default_factory=dict)
     """Words that field names shorten (`hx` -> `history`, `req` -> `request`): a fact named

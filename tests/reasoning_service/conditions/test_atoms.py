@@ -1489,6 +1489,30 @@ def test_a_title_or_abbreviation_ends_no_sentence(text, read):
     assert state(topical, make_case(text), read) is H
 
 
+PREVENTION = CategoryAtom(
+    kind="category",
+    id="indication",
+    label="Primary prevention",
+    concept="ICD indication",
+    aliases=["prevention"],
+    values={"primary": ["primary"], "secondary": ["secondary"]},
+    allowed=["primary"],
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Primary-prevention ICD requested (not secondary prevention).", H),
+        ("Primary prevention ICD; once considered for secondary prevention, no VT on EP study.", H),
+        ("Secondary prevention ICD after VF arrest.", F),
+        ("No chest pain secondary to trauma; secondary prevention ICD.", F),
+    ],
+)
+def test_a_category_value_the_sentence_negates_or_only_considers_is_no_value(text, expected, read):
+    assert state(PREVENTION, make_case(text), read) is expected
+
+
 RENEWAL = CategoryAtom(
     kind="category",
     id="request_type",
