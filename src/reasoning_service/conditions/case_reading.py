@@ -62,6 +62,7 @@ _ABBREVIATIONS = (
     "approx.",
 )
 """Stops that end a title or an abbreviation, never a sentence ("St. Brigid", "approx. 3 mo")."""
+_ABBREVIATED = re.compile(r"\b(?:" + "|".join(re.escape(word) for word in _ABBREVIATIONS) + ")")
 _SENTENCE_END = re.compile(
     r"(?<=[.!?;])(?<![:,(/][A-Z]\.)(?<![:,(/] [A-Z]\.)(?<!^[A-Z]\.)(?<!\b[A-Z]\. [A-Z]\.)"
     r"(?<!\bDr\. [A-Z]\.)(?<!\bL\.Ac\.)"
@@ -279,7 +280,7 @@ class ContextReader:
         if _in_deferred_value(text, start):
             return Stance(hypothetical=True)
         colon = _answer_mark(text, end)
-        between = _LEADER.sub(" ", text[end:colon])
+        between = _ABBREVIATED.sub(" ", _LEADER.sub(" ", text[end:colon]))
         if colon < 0 or colon - end > 60 or ":" in text[start:end] or "." in between:
             return Stance()
         value = _yes_no(text, colon) or form_value(text[colon + 1 :])

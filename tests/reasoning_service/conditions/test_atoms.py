@@ -118,6 +118,8 @@ def state(atom, case, read) -> AtomState:
         ("Zero strokes on record.", F),
         ("Stroke rehab would be arranged if weakness recurs.", N),  # a conditional plan
         ("(n0 stroke or TIA;", F),  # a fax read with a zero for an "o"
+        ("Stroke symptoms now gone.", F),
+        ("Stroke (incl. TIA, e.g. amaurosis): [ ] yes  [x] no", F),  # "incl." ends no label
         ("Stroke rehab may be considered later.", N),
     ],
 )
