@@ -31,7 +31,7 @@ Rules for an answer (`yes` means the atom holds, whatever its polarity):
     - no: fails when a cited snippet shows the other side (for `expect: present`, a negated
       mention); otherwise no evidence
     - for a category, a snippet shows "yes" only where it names an allowed value, and "no"
-      where it names only other values ("LVEF 55% on the transfer form" names no method)
+      where it names only other values ("EF 55% on the transfer form" names no method)
 
 `merge_states(code, model)`: no answer or no evidence from the model leaves code's verdict;
 over code's "no evidence" the model's state stands; the model may confirm code or make it
@@ -291,7 +291,7 @@ def snippets_for(atom: Atom, reading: CaseReading, min_fact_confidence: float) -
 
 
 def _by_value(atom: CategoryAtom, snippet: Snippet, reading: CaseReading) -> Snippet:
-    """For a category, a snippet shows "yes" only where it names an allowed value ("LVEF 55%"
+    """For a category, a snippet shows "yes" only where it names an allowed value ("EF 55%"
     names no method), and "no" where it names only other values."""
     allowed = tuple(word for value in atom.allowed for word in atom.values[value])
     others = tuple(
