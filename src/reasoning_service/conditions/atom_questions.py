@@ -286,24 +286,29 @@ def snippets_for(atom: Atom, reading: CaseReading, min_fact_confidence: float) -
             )
         )
     if isinstance(atom, CategoryAtom):
-        return [_by_value(atom, snippet, reading) for snippet in snippets]
+        return _by_value(atom, snippets, reading)
     return snippets
 
 
-def _by_value(atom: CategoryAtom, snippet: Snippet, reading: CaseReading) -> Snippet:
+def _by_value(atom: CategoryAtom, snippets: list[Snippet], reading: CaseReading) -> list[Snippet]:
     """For a category, a snippet shows "yes" only where it names an allowed value ("EF 55%"
     names no method), and "no" where it names only other values."""
     allowed = tuple(word for value in atom.allowed for word in atom.values[value])
     others = tuple(
         word for value, words in atom.values.items() if value not in atom.allowed for word in words
     )
-    names_allowed = bool(reading.find_in(snippet.text, allowed))
-    names_other = bool(reading.find_in(snippet.text, others))
-    return replace(
-        snippet,
-        affirms=snippet.affirms and names_allowed,
-        negates=snippet.negates or (snippet.affirms and names_other and not names_allowed),
-    )
+    read: list[Snippet] = []
+    for snippet in snippets:
+        names_allowed = bool(reading.find_in(snippet.text, allowed))
+        names_other = bool(reading.find_in(snippet.text, others))
+        read.append(
+            replace(
+                snippet,
+                affirms=snippet.affirms and names_allowed,
+                negates=snippet.negates or (snippet.affirms and names_other and not names_allowed),
+            )
+        )
+    return read
 
 
 def _sentence_snippet(snippet_id: str, mentions: list[Mention]) -> Snippet:

@@ -1177,13 +1177,9 @@ def _timing_near(mention: Mention, reading: CaseReading, reference: dt.date) -> 
         if unchecked(sentence.text, start):
             continue  # "[ ] < 12 weeks  [x] >= 12 weeks": the option not chosen
         distance = min(abs(start - mention.end), abs(mention.start - end))
-        strict = 0.0 if bound.endswith("=") else 0.5  # "< 12 weeks" is never 12 weeks
-        if bound[0] == ">":  # "(>3 months)": at least that long, with no end
-            low = days + shift + strict
-            candidates.append((distance, (low, (low, math.inf))))
-        else:
-            high = days + shift - strict
-            candidates.append((distance, (high, (float(shift), high))))
+        low, high = _open_towards(bound, (days + shift, days + shift))
+        low = max(low, float(shift))  # "< 12 weeks" was at least 0 when it was written
+        candidates.append((distance, (low if bound[0] == ">" else high, (low, high))))
     right_after = duration_right_after(sentence.text, mention.end)
     if right_after is not None:
         candidates.append((0, (right_after[0] + shift, None)))

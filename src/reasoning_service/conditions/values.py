@@ -87,11 +87,21 @@ def _either(keys: Iterable[str]) -> str:
     return "|".join(re.escape(key) for key in sorted(keys, key=len, reverse=True))
 
 
-_BOUND_BEFORE = re.compile(
-    rf"(?:(?P<symbol>{_either(k for k in _BOUNDS if not k[0].isalpha())})"
-    rf"|\b(?P<words>{_either(k for k in _BOUNDS if k[0].isalpha())}))\s*$",
-    re.IGNORECASE,
-)
+def _bound_written(words: Iterable[str]) -> str:
+    """A bound written with one of `words` (keys of `_BOUNDS`): a symbol, or a phrase that
+    starts a word; `_bound_of` reads which."""
+    keys = list(words)
+    return (
+        rf"(?:(?P<symbol>{_either(k for k in keys if not k[0].isalpha())})"
+        rf"|\b(?P<words>{_either(k for k in keys if k[0].isalpha())}))"
+    )
+
+
+def _bound_of(match: re.Match[str]) -> Bound:
+    return _BOUNDS[(match.group("symbol") or match.group("words")).lower()]
+
+
+_BOUND_BEFORE = re.compile(rf"{_bound_written(_BOUNDS)}\s*$", re.IGNORECASE)
 """Right before a number, what makes it a bound of the value rather than the value."""
 _FILLER = re.compile(
     r"^[\s:=~(,\-]*(?:(?:of|was|is|were|are|at|by|estimated|measured|calculated|reported|"
@@ -376,7 +386,7 @@ def _bound(before: str) -> tuple[Bound | None, int]:
     found = _BOUND_BEFORE.search(before)
     if found is None:
         return None, 0
-    return _BOUNDS[(found.group("symbol") or found.group("words")).lower()], found.start()
+    return _bound_of(found), found.start()
 
 
 def measured_near(
@@ -529,9 +539,7 @@ def find_durations(text: str) -> list[tuple[float, int, int]]:
 
 
 _BOUNDED_DURATION = re.compile(
-    rf"(?:(?P<symbol>{_either(k for k in _BOUNDS if not k[0].isalpha())})"
-    rf"|\b(?P<words>{_either(k for k in _BOUNDS if k[0].isalpha() and k != 'over')}))"
-    rf"\s*{_AMOUNT}\+?[\s-]*{_SPAN_UNITS}\b",
+    rf"{_bound_written(k for k in _BOUNDS if k != 'over')}\s*{_AMOUNT}\+?[\s-]*{_SPAN_UNITS}\b",
     re.I,
 )
 """A duration written as a bound (">3 months", "more than a year", "less than 6 weeks"); "over
@@ -542,9 +550,8 @@ def find_bounded_durations(text: str) -> list[tuple[float, Bound, int, int]]:
     """Durations written as bounds, in days, with the bound."""
     found: list[tuple[float, Bound, int, int]] = []
     for match in _BOUNDED_DURATION.finditer(text):
-        bound = _BOUNDS[(match.group("symbol") or match.group("words")).lower()]
         days = _amount(match.group(3)) * _DAYS_PER[match.group(4)[0].lower()]
-        found.append((days, bound, match.start(), match.end()))
+        found.append((days, _bound_of(match), match.start(), match.end()))
     return found
 
 
