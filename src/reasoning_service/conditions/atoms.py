@@ -1406,8 +1406,18 @@ def _category(
                         mention.sentence.date,
                     )
                 )
+    if atom.select == "request":
+        found = _requested(found)
     observations = _category_observations(atom, found)
     return _latest(observations) if atom.select == "latest" else observations
+
+
+def _requested(
+    found: list[tuple[str, CaseEvidence, str, bool, dt.date | None]],
+) -> list[tuple[str, CaseEvidence, str, bool, dt.date | None]]:
+    """The values the request states, if it states any; else every value found."""
+    stated = [item for item in found if (item[1].field or "").startswith("request.")]
+    return stated or found
 
 
 def _documents_naming(

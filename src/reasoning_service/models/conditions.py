@@ -266,9 +266,11 @@ class CategoryAtom(_AtomBase, _OtherNamed):
     """The values for which the atom holds."""
     min_count: int = Field(default=1, ge=1)
     """Distinct allowed values that must be documented (2 for "two different classes")."""
-    select: Literal["all", "latest"] = "all"
+    select: Literal["all", "latest", "request"] = "all"
     """`all`: every value found must agree; `latest`: the values of the latest dated source, for
-    a state that changes (a class or severity now, not at the first visit)."""
+    a state that changes (a class or severity now, not at the first visit); `request`: the
+    values the request itself states (its service, codes), when it states one, for what is
+    asked for: a plan in an older note does not change what is requested."""
     value_anywhere: bool = False
     """Also count a value's words anywhere in the case text, not only next to the concept
     (for values named by distinctive phrases, such as a drug or a device type)."""

@@ -121,6 +121,8 @@ def state(atom, case, read) -> AtomState:
         ("Stroke symptoms now gone.", F),
         ("Stroke (incl. TIA, e.g. amaurosis): [ ] yes  [x] no", F),  # "incl." ends no label
         ("Stroke rehab may be considered later.", N),
+        ("Screened for red flags (fever, cancer, stroke) at intake.", N),  # a search
+        ("Red flags: prior stroke, fever, weight loss, night pain, cancer - all negative.", F),
     ],
 )
 def test_a_finding_reads_negation_family_history_and_hypotheticals(text, expected, read):
@@ -291,6 +293,32 @@ def test_a_category_that_selects_the_latest_reads_the_state_now(read):
     assert state(NYHA, notes("2026-01-05"), read) is C
     assert state(latest, notes("2026-01-05"), read) is H
     assert state(latest, notes("2026-02-20"), read) is C
+
+
+def test_a_category_that_selects_the_request_reads_what_is_asked_for(read):
+    """A plan in a note that differs from the request does not change what is requested; a
+    request that names no value leaves the record to say it."""
+    procedure = CategoryAtom(
+        kind="category",
+        id="procedure",
+        label="Laparoscopic sleeve gastrectomy",
+        concept="requested procedure",
+        aliases=["procedure", "plan", "service"],
+        values={"laparoscopic": ["laparoscopic sleeve"], "open": ["open sleeve"]},
+        allowed=["laparoscopic"],
+        select="request",
+    )
+
+    def requesting(service: str) -> CaseBundle:
+        case = make_case("Plan: open sleeve gastrectomy after the diet.")
+        return case.model_copy(
+            update={"request": case.request.model_copy(update={"service": service})}
+        )
+
+    asked = requesting("Laparoscopic sleeve gastrectomy")
+    assert state(procedure.model_copy(update={"select": "all"}), asked, read) is C
+    assert state(procedure, asked, read) is H
+    assert state(procedure, requesting("Bariatric surgery"), read) is F
 
 
 def test_a_fact_whose_quote_dates_its_value_is_as_old_as_that_date(read):
