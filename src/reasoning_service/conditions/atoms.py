@@ -110,6 +110,8 @@ def evaluate_atom(atom: Atom, reading: CaseReading, min_confidence: float) -> At
             observations = _category(atom, reading, min_confidence)
     names = reading.names(atom.concept, atom.aliases)
     observations = _document_wins(observations, reading, names)
+    if isinstance(atom, FindingAtom):
+        observations = _notes_over_forms(observations, reading)
     if isinstance(atom, TimeWindowAtom) and atom.relation != "at_least":
         observations = _any_occurrence(observations)
     if isinstance(atom, FindingAtom) and atom.expect == "absent":
@@ -152,6 +154,31 @@ def _document_wins(
             continue
         kept.append(observation)
     return kept
+
+
+def _notes_over_forms(observations: list[_Observation], reading: CaseReading) -> list[_Observation]:
+    """A request form's box or answer that the clinical notes contradict gives way to them.
+
+    The form is the requester's summary of the record ("[x] history of sustained VT", "Prior
+    supervised program: Y"); the notes are the record. Only when the notes agree among
+    themselves do they settle it: notes that disagree are a conflict whatever the form says.
+    """
+    decided = [o for o in observations if o.trusted and o.says in (_Says.HOLDS, _Says.FAILS)]
+    if len({o.says for o in decided}) < 2:
+        return observations
+    on_forms = [o for o in decided if _on_request_form(o.evidence, reading)]
+    in_notes = {o.says for o in decided if o not in on_forms}
+    if len(in_notes) != 1 or not on_forms:
+        return observations
+    return [o for o in observations if o not in on_forms or o.says in in_notes]
+
+
+def _on_request_form(evidence: CaseEvidence, reading: CaseReading) -> bool:
+    """Whether evidence comes from a request form (a document whose title names a form kind)."""
+    document = reading.case.document(evidence.doc_id) if evidence.doc_id else None
+    if document is None:
+        return False
+    return bool(reading.find_in(document.title, tuple(reading.vocabulary.form_kinds)))
 
 
 def _source_sentences(evidence: CaseEvidence, reading: CaseReading) -> list[Sentence]:
@@ -523,8 +550,10 @@ def _presence(view: FactView, reading: CaseReading, expires: dt.date | None) -> 
         return bool(value)
     if expires is not None:
         return expires >= reading.as_of
+    if isinstance(value, str):
+        value = _only_date(value, reading) or value
     if isinstance(value, dt.date):
-        return True
+        return value <= reading.as_of or None  # a date still to come: booked, not done
     words = reading.vocabulary.fact_words
     shown = form_value(value)
     if shown is None or value_defers(shown) or part_defers(shown):
@@ -546,8 +575,11 @@ def _valid_through(view: FactView, reading: CaseReading) -> dt.date | None:
     value = view.fact.value
     if isinstance(value, dt.date):
         return value
-    if not isinstance(value, str):
-        return None
+    return _only_date(value, reading) if isinstance(value, str) else None
+
+
+def _only_date(value: str, reading: CaseReading) -> dt.date | None:
+    """The date a value is, when it is one date and nothing else ("2026-02-20", "02/20/26")."""
     text = value.strip(" .")
     points = find_dates(text, reading.as_of)
     if len(points) != 1 or (points[0].start, points[0].end) != (0, len(text)):

@@ -65,14 +65,15 @@ _ABBREVIATIONS = (
 _ABBREVIATED = re.compile(r"\b(?:" + "|".join(re.escape(word) for word in _ABBREVIATIONS) + ")")
 _SENTENCE_END = re.compile(
     r"(?<=[.!?;])(?<![:,(/][A-Z]\.)(?<![:,(/] [A-Z]\.)(?<!^[A-Z]\.)(?<!\b[A-Z]\. [A-Z]\.)"
-    r"(?<!\bDr\. [A-Z]\.)(?<!\bL\.Ac\.)"
+    r"(?<!\bDr\. [A-Z]\.)(?<!\bL\.Ac\.)(?<![^\S\n]{2}\.)"
     + "".join(rf"(?<!\b{re.escape(word)})" for word in _ABBREVIATIONS)
     + r"[\"'”’)\]]?[^\S\n]+|\s*\n\s*",
     re.MULTILINE,
 )
 """A stop and space, or a line break; not the stop of an initial ("provider: G. Halvorsen",
 "L. Marsh, MD", "visit w/ H. Brandt NP booked 2/16"), of a credential ("L.Ac.") or of an
-abbreviation, which would cut a name from what the line says of it."""
+abbreviation, nor a form's dot leader between columns ("Y   .   (scheduled 02/20/26)"), which
+would cut a name from what the line says of it."""
 _SHORT_CAPS = 4
 """An alias this short written in capitals ("MI", "VT") matches only in capitals in text."""
 
@@ -279,6 +280,9 @@ class ContextReader:
             return Stance(hypothetical=True)
         if _in_deferred_value(text, start):
             return Stance(hypothetical=True)
+        column = _column_answer(text, end)
+        if column is not None:
+            return Stance(negated=column == "no")
         colon = _answer_mark(text, end)
         between = _ABBREVIATED.sub(" ", _LEADER.sub(" ", text[end:colon]))
         if colon < 0 or colon - end > 60 or ":" in text[start:end] or "." in between:
@@ -520,6 +524,26 @@ def _yes_no(text: str, colon: int) -> str | None:
     if answer is None:
         return None
     return ("yes" if answer.group(1).lower().startswith("y") else "no") + text[answer.end() :]
+
+
+_COLUMN_GAP = re.compile(r"[^\S\n]{2,}|[^\S\n]*\|[^\S\n]*")
+"""What parts the columns of a form's table: a run of spaces, or a bar."""
+_COLUMN_CELLS = {"y": "yes", "yes": "yes", "n": "no", "no": "no", ".": "", "-": "", "": ""}
+"""What a cell of a Y/N table says; a dot or a dash is the column left empty."""
+
+
+def _column_answer(text: str, end: int) -> str | None:
+    """The answer a Y/N table gives the name on its row ("Ischemic cardiomyopathy   .   N",
+    "Prior lumbar surgery | N"): "yes" or "no"; None when the row is no such table row."""
+    line_end = text.find("\n", end)
+    parts = _COLUMN_GAP.split(text[end : line_end if line_end >= 0 else len(text)])
+    if len(parts) < 2 or ":" in parts[0] or len(parts[0]) > _OPTION_REACH:
+        return None
+    cells = [_COLUMN_CELLS.get(part.strip().lower()) for part in parts[1:]]
+    answers = {cell for cell in cells if cell}
+    if None in cells or len(answers) != 1:
+        return None
+    return answers.pop()
 
 
 def _answer_mark(text: str, end: int) -> int:

@@ -123,6 +123,10 @@ def state(atom, case, read) -> AtomState:
         ("Stroke rehab may be considered later.", N),
         ("Screened for red flags (fever, cancer, stroke) at intake.", N),  # a search
         ("Red flags: prior stroke, fever, weight loss, night pain, cancer - all negative.", F),
+        ("CRITERIA            Y   N\nPrior stroke        .   N", F),  # a Y/N table's row
+        ("Prior stroke | N", F),
+        ("Prior stroke        Y   .", H),
+        ("Stroke zone on the monitor set at 3 h.", N),  # a setting, not an event
     ],
 )
 def test_a_finding_reads_negation_family_history_and_hypotheticals(text, expected, read):
@@ -319,6 +323,45 @@ def test_a_category_that_selects_the_request_reads_what_is_asked_for(read):
     assert state(procedure.model_copy(update={"select": "all"}), asked, read) is C
     assert state(procedure, asked, read) is H
     assert state(procedure, requesting("Bariatric surgery"), read) is F
+
+
+def two_documents(form_title: str, form: str, note: str) -> CaseBundle:
+    documents = [
+        {"doc_id": "form-1", "title": form_title, "date": "2026-02-25", "pages": [form]},
+        {"doc_id": "note-1", "title": "Neurology note", "date": "2026-02-20", "pages": [note]},
+    ]
+    return CaseBundle.model_validate(
+        {"case_id": "t", "as_of": "2026-03-01", "facts": [], "documents": documents}
+    )
+
+
+def test_clinical_notes_overrule_a_request_form_that_contradicts_them(read):
+    """The form summarises the record for the requester; where the notes agree among
+    themselves, they decide. A document that is no request form is a conflict, as ever."""
+    ticked = "[x] History of stroke"
+    assert (
+        state(
+            STROKE, two_documents("Prior authorization request", ticked, "No prior stroke."), read
+        )
+        is F
+    )
+    assert state(STROKE, two_documents("Referral letter", ticked, "No prior stroke."), read) is C
+    both_ways = "No prior stroke. CVA in 2019 per daughter."
+    assert state(STROKE, two_documents("Prior authorization request", ticked, both_ways), read) is C
+
+
+def test_a_date_still_to_come_is_a_booking_not_a_thing_done(read):
+    sdm = FindingAtom(
+        kind="finding", id="sdm", label="Shared decision making", concept="shared decision making"
+    )
+    booked = make_case(
+        "Follow-up visit.", facts=[{"field": "shared_decision_making.date", "value": "2026-03-20"}]
+    )
+    done = make_case(
+        "Follow-up visit.", facts=[{"field": "shared_decision_making.date", "value": "2026-02-20"}]
+    )
+    assert state(sdm, booked, read) is N
+    assert state(sdm, done, read) is H
 
 
 def test_a_fact_whose_quote_dates_its_value_is_as_old_as_that_date(read):
