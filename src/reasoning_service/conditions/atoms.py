@@ -110,7 +110,7 @@ def evaluate_atom(atom: Atom, reading: CaseReading, min_confidence: float) -> At
             observations = _category(atom, reading, min_confidence)
     names = reading.names(atom.concept, atom.aliases)
     observations = _document_wins(observations, reading, names)
-    if isinstance(atom, FindingAtom):
+    if isinstance(atom, FindingAtom | QuantityAtom):
         observations = _notes_over_forms(observations, reading)
     if isinstance(atom, TimeWindowAtom) and atom.relation != "at_least":
         observations = _any_occurrence(observations)
@@ -171,6 +171,14 @@ def _notes_over_forms(observations: list[_Observation], reading: CaseReading) ->
     if len(in_notes) != 1 or not on_forms:
         return observations
     return [o for o in observations if o not in on_forms or o.says in in_notes]
+
+
+def _off_forms(values: list[_Value], reading: CaseReading) -> list[_Value]:
+    """The values the clinical notes give, if any: a request form restates a measurement on the
+    day it is filled in ("BMI: 35.2" copied from a 2024 problem list), so its date is no date
+    of measurement for `select: latest`."""
+    in_notes = [v for v in values if not _on_request_form(v.evidence, reading)]
+    return in_notes or values
 
 
 def _on_request_form(evidence: CaseEvidence, reading: CaseReading) -> bool:
@@ -669,7 +677,7 @@ def _quantity(
     if atom.derive is not None:
         values += _derived(atom.derive, atom.unit, reading, min_confidence)
     if atom.select == "latest":
-        values = _latest(values)
+        values = _latest(_off_forms(values, reading))
     compare = _COMPARE[atom.comparator]
     observations = []
     for value in values:
@@ -775,6 +783,8 @@ def _values(
             converted = _in_unit(measured, unit, concept)
             if converted is None or (sentence.index, measured.start) in read:
                 continue
+            if other and reading.find_in(sentence.text[mention.end : measured.start], other):
+                continue  # "AHI (3%/arousal rule): 21.3": another measurement of the name
             if measured.bound is not None:
                 converted = _open_towards(measured.bound, converted)
             read.add((sentence.index, measured.start))

@@ -111,6 +111,8 @@ _FILLER = re.compile(
     r"this (?:calendar )?(?:year|course))[\s:=~(,\-]*){0,5}$",
     re.IGNORECASE,
 )
+_NAME_ASIDE = re.compile(r"[^\S\n]*\([^()\n]{1,40}\)")
+"""An aside right after a name, which may say how it was measured: "AHI (4% rule, CMS):"."""
 _JOINED = re.compile(
     r"[\s,]*(?:(?:x|×|for|over|daily|qd|bid|tid|per day|/day|XR|XL|SR|ER)[\s,]*){0,3}",
     re.IGNORECASE,
@@ -407,6 +409,13 @@ def measured_near(
     the unit it wants.
     """
     values = parse_measured(text, vocabulary, periods, trends, today, bounds)
+    aside = _NAME_ASIDE.match(text, end)
+    for opening in (aside.end(),) if aside else ():
+        past_aside = [
+            v for v in values if v.start >= opening and _FILLER.match(text[opening : v.start])
+        ]
+        if past_aside:  # "AHI (4% hypopnea rule, CMS): 11.2": the aside qualifies the name
+            return _run_from(past_aside[0], values, text)
     after = [
         value
         for value in values

@@ -364,6 +364,40 @@ def test_a_date_still_to_come_is_a_booking_not_a_thing_done(read):
     assert state(sdm, done, read) is H
 
 
+AHI_4_PERCENT = QuantityAtom(
+    kind="quantity",
+    id="ahi",
+    label="AHI ≥ 15",
+    concept="apnea-hypopnea index",
+    aliases=["AHI"],
+    comparator=">=",
+    value=15,
+    unit="event/hour",
+    not_when=["3%"],
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("AHI (4% hypopnea rule, CMS): 11.2 /h", F),  # the aside says how, the value follows
+        ("AHI (AASM 3% rule): 21.3 /h", N),  # another measurement of the same name
+        ("AHI (3%/arousal rule): 21.3 /h\nAHI (4% rule): 11.2 /h", F),
+        ("AHI (18.2/h) on the 2025 study.", H),  # a value inside the aside is still the value
+    ],
+)
+def test_an_aside_after_a_name_qualifies_it_and_the_value_follows(text, expected, read):
+    assert state(AHI_4_PERCENT, make_case(text), read) is expected
+
+
+def test_a_request_form_restating_a_value_is_not_its_latest_measurement(read):
+    """A form is dated the day it is filled in, not the day its number was measured."""
+    latest_bmi = BMI.model_copy(update={"select": "latest"})
+    case = two_documents("Prior authorization request", "BMI: 35.2", "Wt 87.9 kg. BMI 33.6.")
+    assert state(latest_bmi, case, read) is F
+    assert state(BMI, case, read) is F  # and the notes overrule it
+
+
 def test_a_fact_whose_quote_dates_its_value_is_as_old_as_that_date(read):
     """The note is new; the value it quotes ("EF 55% in 2021") is not."""
     case = make_case(
