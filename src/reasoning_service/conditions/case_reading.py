@@ -287,6 +287,9 @@ class ContextReader:
         between = _ABBREVIATED.sub(" ", _LEADER.sub(" ", text[end:colon]))
         if colon < 0 or colon - end > 60 or ":" in text[start:end] or "." in between:
             return Stance()
+        field = _NEXT_FIELD.search(text, end, colon + 1)
+        if field is not None:
+            return Stance()  # the colon is another field's: "…, DC    Supervising physician: none"
         value = _yes_no(text, colon) or form_value(text[colon + 1 :])
         if value is None or value_defers(value):
             return Stance(hypothetical=True, planned=bool(value and self._plans.match(value)))
@@ -297,9 +300,13 @@ class ContextReader:
         return Stance(negated=negates == "name")
 
     def _outcome_cut(self, text: str, end: int) -> int:
-        """Where the name's own part of the line ends: before a "Label: no response" value,
-        which negates what came of the name, not the name ("Sertraline 8 wk: no response");
-        otherwise the line's end."""
+        """Where the name's own part of the line ends: at the next field of a form's line
+        ("Rendering provider: B. Kowalski, DC    Supervising physician: none"); before a
+        "Label: no response" value, which negates what came of the name, not the name
+        ("Sertraline 8 wk: no response"); otherwise the line's end."""
+        field = _NEXT_FIELD.search(text, end)
+        if field is not None and "\n" not in text[end : field.start()]:
+            return field.start()
         colon = _next_label(text, end)
         return colon if self._value_negates(text[colon + 1 :]) == "outcome" else len(text)
 
@@ -407,6 +414,8 @@ _CHECKED = re.compile(r"\[\s*[xX✓✔]\s*\]|[☑☒✓✔]|\(\s*[xX✓✔]\s*\)
 _BOX_AHEAD = re.compile(rf"[^\S\n]*(?:{_BOX.pattern})")
 _YES_NO = r"Y(?:es)?[^\S\n]*/[^\S\n]*N(?:o)?[^\S\n]*:"
 """A "Y/N:" field's label ("Seizure hx Y/N: N")."""
+_NEXT_FIELD = re.compile(rf"[^\S\n]{{3,}}(?!{_YES_NO})(?=[A-Z][\w /()&-]{{0,40}}:)")
+"""A form line's next field, after a gap: "…, DC    Supervising physician: none"."""
 _YES_NO_LABEL = re.compile(rf"\b{_YES_NO}$", re.I)
 _YES_NO_ANSWER = re.compile(r"[^\S\n]*(Y|N|Yes|No)\b(?!/)", re.I)
 _ANSWER_AHEAD = re.compile(rf"[^\S\n]*(?:{_BOX.pattern}|{_YES_NO})", re.I)
@@ -528,6 +537,7 @@ def _yes_no(text: str, colon: int) -> str | None:
 
 _COLUMN_GAP = re.compile(r"[^\S\n]{2,}|[^\S\n]*\|[^\S\n]*")
 """What parts the columns of a form's table: a run of spaces, or a bar."""
+_BOXES_ONLY = re.compile(rf"(?:[^\S\n]*(?:{_BOX.pattern}))+[^\S\n]*")
 _COLUMN_CELLS = {"y": "yes", "yes": "yes", "n": "no", "no": "no", ".": "", "-": "", "": ""}
 """What a cell of a Y/N table says; a dot or a dash is the column left empty."""
 
@@ -539,6 +549,11 @@ def _column_answer(text: str, end: int) -> str | None:
     parts = _COLUMN_GAP.split(text[end : line_end if line_end >= 0 else len(text)])
     if len(parts) < 2 or ":" in parts[0] or len(parts[0]) > _OPTION_REACH:
         return None
+    boxes = _BOX.findall(" ".join(parts[1:]))
+    if len(boxes) == 2 and _BOXES_ONLY.fullmatch(" ".join(parts[1:])):
+        # "[ ] [X]" under a "Y N" header: the column of the ticked box answers
+        ticked = [_CHECKED.fullmatch(box) is not None for box in boxes]
+        return None if ticked[0] == ticked[1] else ("yes" if ticked[0] else "no")
     cells = [_COLUMN_CELLS.get(part.strip().lower()) for part in parts[1:]]
     answers = {cell for cell in cells if cell}
     if None in cells or len(answers) != 1:

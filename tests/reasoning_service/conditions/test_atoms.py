@@ -126,6 +126,9 @@ def state(atom, case, read) -> AtomState:
         ("CRITERIA            Y   N\nPrior stroke        .   N", F),  # a Y/N table's row
         ("Prior stroke | N", F),
         ("Prior stroke        Y   .", H),
+        ("Prior stroke                 [ ] [X]", F),  # boxes under a "Y N" header
+        ("Prior stroke                 [X] [ ]", H),
+        ("Diagnosis: old stroke    Seizures: none", H),  # "none" answers the next field
         ("Stroke zone on the monitor set at 3 h.", N),  # a setting, not an event
     ],
 )
