@@ -125,7 +125,20 @@ def evaluate_atom(atom: Atom, reading: CaseReading, min_confidence: float) -> At
         return AtomVerdict(
             AtomState.HOLDS, "no dates to check: order taken as kept", [], by_silence=True
         )
-    return _settle(observations)
+    verdict = _settle(observations)
+    if isinstance(atom, FindingAtom) and atom.expect == "absent":
+        return _doubted_absence(verdict, observations)
+    return verdict
+
+
+def _doubted_absence(verdict: AtomVerdict, observations: list[_Observation]) -> AtomVerdict:
+    """A thing held absent that the record also calls possible ("?metastasis", "versus early
+    axial spondyloarthritis") is in doubt: its absence is the unsafe answer to give."""
+    possible = [o for o in observations if o.says is _Says.VAGUE]
+    if verdict.state is not AtomState.HOLDS or not possible:
+        return verdict
+    held = [o for o in observations if o.says is _Says.HOLDS and o.trusted]
+    return _verdict(AtomState.CONFLICTING, [*held, *possible], "absent, yet called possible")
 
 
 def _document_wins(

@@ -352,16 +352,24 @@ class ContextReader:
     def _stance_of(self, entity: Span | None) -> Stance:
         if entity is None:
             return Stance()
-        extension = entity._
+        # A cue inside the name is part of it ("benefit vs risk"), no doubt about it.
+        cues = [
+            cue
+            for cue in entity._.modifiers
+            if not entity.start <= cue.modifier_span[0] < cue.modifier_span[1] <= entity.end
+        ]
+        categories = {cue.category for cue in cues}
+        hypothetical = "HYPOTHETICAL" in categories
+        possible = "POSSIBLE_EXISTENCE" in categories
         # "will schedule an SDM visit" plans the visit; "will consider stroke workup" plans no
         # stroke: another hypothetical cue makes the name no longer the thing planned.
-        planned = any(cue.category == "PLANNED" for cue in extension.modifiers)
+        planned = "PLANNED" in categories
         return Stance(
-            negated=any(self._negates(cue, entity) for cue in extension.modifiers),
-            family=bool(extension.is_family),
-            hypothetical=bool(extension.is_hypothetical) or planned,
-            possible=bool(extension.is_uncertain),
-            planned=planned and not (extension.is_hypothetical or extension.is_uncertain),
+            negated=any(self._negates(cue, entity) for cue in cues),
+            family="FAMILY" in categories,
+            hypothetical=hypothetical or planned,
+            possible=possible,
+            planned=planned and not (hypothetical or possible),
         )
 
     def _negates(self, cue: ConTextModifier, entity: Span) -> bool:
@@ -713,7 +721,9 @@ class CaseReading:
             clause = self._clause_of(sentence)
             unticked = self._unticked_option(sentence)
             for (start, end), by_name, by_head in zip(spans, whole, heads, strict=True):
-                stance = by_name if _negates_itself(sentence.text[start:end]) else by_name | by_head
+                name = sentence.text[start:end]
+                own_cue = _negates_itself(name) or _COMPARISON.search(name) is not None
+                stance = by_name if own_cue else by_name | by_head
                 if clause != sentence.text and _declined(clause, start, end):
                     stance = Stance(negated=True, family=stance.family)  # "ECT discussed; declined"
                 if _ZERO_ROW.fullmatch(sentence.text, end) is not None:
@@ -895,6 +905,10 @@ def _head(text: str, start: int, end: int) -> tuple[int, int]:
     """
     words = list(re.finditer(r"\S+", text[start:end]))
     return (start + words[-1].start(), end) if len(words) > 1 else (start, end)
+
+
+_COMPARISON = re.compile(r"\b(?:vs\.?|versus)(?!\w)", re.I)
+"""A comparison inside a name ("benefit vs risk"): its head alone would read it as doubt."""
 
 
 def _negates_itself(name: str) -> bool:

@@ -130,6 +130,8 @@ def state(atom, case, read) -> AtomState:
         ("Prior stroke                 [X] [ ]", H),
         ("Diagnosis: old stroke    Seizures: none", H),  # "none" answers the next field
         ("Stroke zone on the monitor set at 3 h.", N),  # a setting, not an event
+        ("Right-sided weakness: ?stroke, MRI ordered.", C),  # "?" asks, it does not find
+        ("Migraine with aura versus stroke; neurology to see.", C),  # a differential
     ],
 )
 def test_a_finding_reads_negation_family_history_and_hypotheticals(text, expected, read):
@@ -351,6 +353,26 @@ def test_clinical_notes_overrule_a_request_form_that_contradicts_them(read):
     assert state(STROKE, two_documents("Referral letter", ticked, "No prior stroke."), read) is C
     both_ways = "No prior stroke. CVA in 2019 per daughter."
     assert state(STROKE, two_documents("Prior authorization request", ticked, both_ways), read) is C
+
+
+def test_a_comparison_inside_a_name_is_no_doubt_about_it(read):
+    weighed = FindingAtom(
+        kind="finding",
+        id="weighed",
+        label="Benefit and risk weighed",
+        concept="benefit vs risk",
+        aliases=["benefit versus risk"],
+    )
+    case = make_case("Weighed benefit vs risk of device interaction: benefit judged greater.")
+    assert state(weighed, case, read) is H
+
+
+def test_an_absence_the_record_also_calls_possible_is_in_doubt(read):
+    no_stroke = STROKE.model_copy(update={"expect": "absent"})
+    assert state(no_stroke, make_case("No stroke history."), read) is H
+    assert (
+        state(no_stroke, make_case("No stroke history. Dizziness: ?stroke vs vertigo."), read) is C
+    )
 
 
 def test_a_date_still_to_come_is_a_booking_not_a_thing_done(read):
