@@ -186,6 +186,31 @@ def _notes_over_forms(observations: list[_Observation], reading: CaseReading) ->
     return [o for o in observations if o not in on_forms or o.says in in_notes]
 
 
+def _restated(values: list[_Value], reading: CaseReading) -> list[_Value]:
+    """A value a note only repeats ("LVEF 33% on cMRI", dated by the note) is as old as the
+    measurement that dates the same number ("cMRI 04/21/2026: LVEF 33%"): for `select:
+    latest`, a newer report's value is not outdone by a later note that restates an older one."""
+    measured = [v for v in values if v.date is not None and v.date != _written(v, reading)]
+    restated = []
+    for value in values:
+        same = [
+            m.date
+            for m in measured
+            if (m.low, m.high) == (value.low, value.high) and m.date and value.date
+            and m.date < value.date
+        ]  # fmt: skip
+        if value.date == _written(value, reading) and same:
+            value = replace(value, date=max(same))
+        restated.append(value)
+    return restated
+
+
+def _written(value: _Value, reading: CaseReading) -> dt.date | None:
+    """The date of the document a value was read from."""
+    document = reading.case.document(value.evidence.doc_id) if value.evidence.doc_id else None
+    return document.date if document is not None else None
+
+
 def _off_forms(values: list[_Value], reading: CaseReading) -> list[_Value]:
     """The values the clinical notes give, if any: a request form restates a measurement on the
     day it is filled in ("BMI: 35.2" copied from a 2024 problem list), so its date is no date
@@ -690,7 +715,7 @@ def _quantity(
     if atom.derive is not None:
         values += _derived(atom.derive, atom.unit, reading, min_confidence)
     if atom.select == "latest":
-        values = _latest(_off_forms(values, reading))
+        values = _latest(_restated(_off_forms(values, reading), reading))
     compare = _COMPARE[atom.comparator]
     observations = []
     for value in values:

@@ -423,6 +423,29 @@ def test_a_request_form_restating_a_value_is_not_its_latest_measurement(read):
     assert state(BMI, case, read) is F  # and the notes overrule it
 
 
+def test_a_note_repeating_an_older_value_does_not_outdate_a_newer_report(read):
+    """ "LVEF 33% on cMRI" in a later note repeats the 04/21 measurement; the 04/23 report is
+    the latest one."""
+    documents = [
+        {
+            "doc_id": "mri",
+            "title": "Cardiac MRI report",
+            "date": "2026-04-23",
+            "pages": ["LVEF 38%."],
+        },
+        {
+            "doc_id": "hf",
+            "title": "Heart failure note",
+            "date": "2026-04-27",
+            "pages": ["cMRI 04/21/2026: LVEF 33%.\nPlan: LVEF 33% on cMRI, refer to EP."],
+        },
+    ]
+    case = CaseBundle.model_validate(
+        {"case_id": "t", "as_of": "2026-05-01", "facts": [], "documents": documents}
+    )
+    assert state(LATEST_EF, case, read) is F
+
+
 def test_a_fact_whose_quote_dates_its_value_is_as_old_as_that_date(read):
     """The note is new; the value it quotes ("EF 55% in 2021") is not."""
     case = make_case(
