@@ -340,16 +340,12 @@ def two_documents(form_title: str, form: str, note: str) -> CaseBundle:
     )
 
 
-def test_clinical_notes_overrule_a_request_form_that_contradicts_them(read):
+@pytest.mark.parametrize("form", ["Prior authorization request", "Authorization request form"])
+def test_clinical_notes_overrule_a_request_form_that_contradicts_them(form, read):
     """The form summarises the record for the requester; where the notes agree among
     themselves, they decide. A document that is no request form is a conflict, as ever."""
     ticked = "[x] History of stroke"
-    assert (
-        state(
-            STROKE, two_documents("Prior authorization request", ticked, "No prior stroke."), read
-        )
-        is F
-    )
+    assert state(STROKE, two_documents(form, ticked, "No prior stroke."), read) is F
     assert state(STROKE, two_documents("Referral letter", ticked, "No prior stroke."), read) is C
     both_ways = "No prior stroke. CVA in 2019 per daughter."
     assert state(STROKE, two_documents("Prior authorization request", ticked, both_ways), read) is C
