@@ -406,7 +406,7 @@ _VALUE_NEGATES = re.compile(
     r"|without\b|nil\b|deferred\b|incomplete\b)",
     re.I,
 )
-_PLANS = r"pending|to be\b|planned|scheduled|awaiting|tbd\b"
+_PLANS = r"pending|to be\b|will be\b|planned|scheduled|awaiting|tbd\b"
 """Words that put a thing off to later."""
 _VALUE_DEFERS = re.compile(
     rf"\s*(?:{_PLANS}|requested|to follow\b"
@@ -728,6 +728,13 @@ class CaseReading:
                     stance = Stance(negated=True, family=stance.family)  # "ECT discussed; declined"
                 if _ZERO_ROW.fullmatch(sentence.text, end) is not None:
                     stance = Stance(negated=True, family=stance.family)  # "Sustained VT  0  0"
+                below = self._ticked_below(sentence, end)
+                if below is not None:  # "Education on proper use:" over "[x] Not done"
+                    answered = f"{sentence.text} {below}"
+                    stance = self.context.stances(answered, [_judged(answered, start, end)])[0]
+                    value = form_value(below)
+                    if value is not None and (value_defers(value) or part_defers(value)):
+                        stance = Stance(hypothetical=True, planned=True)  # "[x] Will be done …"
                 blank = self._blank_field(sentence, end)
                 if unticked or blank or _heading(sentence.text):
                     stance = Stance(hypothetical=True)  # "Adverse effects:" left empty
@@ -796,6 +803,22 @@ class CaseReading:
             return False
         after = self._next_on_page(sentence)
         return after is None or _FIELD.match(after.text) is not None
+
+    def _ticked_below(self, sentence: Sentence, end: int) -> str | None:
+        """The ticked options on the lines under a label that the name ends ("Beneficiary
+        education on proper use of device:" over "[x] Will be completed at setup, scheduled
+        04/20"): the label's answer, read as if it followed on its line."""
+        if _REST_OF_LABEL.fullmatch(sentence.text, end) is None:
+            return None
+        ticked: list[str] = []
+        below = self._next_on_page(sentence)
+        for _ in range(_CHECKLIST_LINES):
+            if below is None or _OPTION_LINE.match(below.text) is None:
+                break
+            if _CHECKED.match(below.text) is not None:
+                ticked.append(below.text)
+            below = self._next_on_page(below)
+        return " ".join(ticked) or None
 
     def _clause_of(self, sentence: Sentence) -> str:
         """The sentence, joined to the next one when only a semicolon parts them."""

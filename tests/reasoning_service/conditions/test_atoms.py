@@ -126,6 +126,8 @@ def state(atom, case, read) -> AtomState:
         ("CRITERIA            Y   N\nPrior stroke        .   N", F),  # a Y/N table's row
         ("Prior stroke | N", F),
         ("Prior stroke        Y   .", H),
+        ("Prior stroke:\n  [ ] Yes\n  [x] No", F),  # the ticked option under the label answers
+        ("Prior stroke:\n  [x] Yes\n  [ ] No", H),
         ("Prior stroke                 [ ] [X]", F),  # boxes under a "Y N" header
         ("Prior stroke                 [X] [ ]", H),
         ("Diagnosis: old stroke    Seizures: none", H),  # "none" answers the next field
@@ -156,6 +158,7 @@ def test_a_finding_reads_negation_family_history_and_hypotheticals(text, expecte
         ("Psychotherapy: unknown", N),
         ("Psychotherapy: not verified", N),
         ("Psychotherapy provider to be assigned.", F),  # only planned
+        ("Psychotherapy:\n  [x] Will be arranged by the PCP", F),
     ],
 )
 def test_saying_a_thing_was_not_done_negates_it_and_unverified_leaves_it_open(text, expected, read):
