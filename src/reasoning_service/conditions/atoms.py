@@ -190,17 +190,18 @@ def _restated(values: list[_Value], reading: CaseReading) -> list[_Value]:
     """A value a note only repeats ("LVEF 33% on cMRI", dated by the note) is as old as the
     measurement that dates the same number ("cMRI 04/21/2026: LVEF 33%"): for `select:
     latest`, a newer report's value is not outdone by a later note that restates an older one."""
-    measured = [v for v in values if v.date is not None and v.date != _written(v, reading)]
+    measured = [
+        ((v.low, v.high), v.date)
+        for v in values
+        if v.date is not None and v.date != _written(v, reading)
+    ]
     restated = []
     for value in values:
-        same = [
-            m.date
-            for m in measured
-            if (m.low, m.high) == (value.low, value.high) and m.date and value.date
-            and m.date < value.date
-        ]  # fmt: skip
-        if value.date == _written(value, reading) and same:
-            value = replace(value, date=max(same))
+        if value.date is not None and value.date == _written(value, reading):
+            earlier = [
+                d for same, d in measured if same == (value.low, value.high) and d < value.date
+            ]
+            value = replace(value, date=max(earlier)) if earlier else value
         restated.append(value)
     return restated
 
@@ -1424,13 +1425,17 @@ _NEW_CLAUSE = re.compile(
 value of "ordered by" ends before "after" ("back pain since 2023 - mechanical" goes on)."""
 
 
+_Found = tuple[str, CaseEvidence, str, bool, dt.date | None]
+"""A category value found: the value, its evidence, a note, whether trusted, its date."""
+
+
 def _category(
     atom: CategoryAtom, reading: CaseReading, min_confidence: float
 ) -> list[_Observation]:
     names = reading.names(atom.concept, atom.aliases)
     value_names = {value: tuple(words) for value, words in atom.values.items()}
     other = tuple(atom.not_when)
-    found: list[tuple[str, CaseEvidence, str, bool, dt.date | None]] = []
+    found: list[_Found] = []
     for view in reading.facts_named(names, atom.codes):
         if _named_other(view, other, reading):
             continue  # `supervising_physician`: another person of the same role
@@ -1493,8 +1498,8 @@ def _category(
 
 
 def _requested(
-    found: list[tuple[str, CaseEvidence, str, bool, dt.date | None]],
-) -> list[tuple[str, CaseEvidence, str, bool, dt.date | None]]:
+    found: list[_Found],
+) -> list[_Found]:
     """The values the request states, if it states any; else every value found."""
     stated = [item for item in found if (item[1].field or "").startswith("request.")]
     return stated or found
@@ -1552,9 +1557,7 @@ def _nearest_value(
     return [min(stated)[2]] if stated else []
 
 
-def _category_observations(
-    atom: CategoryAtom, found: list[tuple[str, CaseEvidence, str, bool, dt.date | None]]
-) -> list[_Observation]:
+def _category_observations(atom: CategoryAtom, found: list[_Found]) -> list[_Observation]:
     allowed = set(atom.allowed)
     documented = {value for value, _, _, trusted, _ in found if trusted}
     enough = len(documented & allowed) >= atom.min_count

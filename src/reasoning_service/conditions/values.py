@@ -410,12 +410,14 @@ def measured_near(
     """
     values = parse_measured(text, vocabulary, periods, trends, today, bounds)
     aside = _NAME_ASIDE.match(text, end)
-    for opening in (aside.end(),) if aside else ():
-        past_aside = [
-            v for v in values if v.start >= opening and _FILLER.match(text[opening : v.start])
+    if aside is not None:  # "AHI (4% hypopnea rule, CMS): 11.2": the aside qualifies the name
+        past = [
+            v
+            for v in values
+            if v.start >= aside.end() and _FILLER.match(text[aside.end() : v.start])
         ]
-        if past_aside:  # "AHI (4% hypopnea rule, CMS): 11.2": the aside qualifies the name
-            return _run_from(past_aside[0], values, text)
+        if past:
+            return _run_from(past[0], values, text)
     after = [
         value
         for value in values
