@@ -187,8 +187,8 @@ def _notes_over_forms(observations: list[_Observation], reading: CaseReading) ->
 
 
 def _restated(values: list[_Value], reading: CaseReading) -> list[_Value]:
-    """A value a note only repeats ("LVEF 33% on cMRI", dated by the note) is as old as the
-    measurement that dates the same number ("cMRI 04/21/2026: LVEF 33%"): for `select:
+    """A value a note only repeats ("EF 33% on MRI", dated by the note) is as old as the
+    measurement that dates the same number ("MRI 04/21/2026: EF 33%"): for `select:
     latest`, a newer report's value is not outdone by a later note that restates an older one."""
     measured = [
         ((v.low, v.high), v.date)
