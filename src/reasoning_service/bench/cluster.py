@@ -17,6 +17,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -112,7 +113,14 @@ async def run_jobs(
     body = {"case": case, "policy_id": example.policy_id, "mode": "async"}
     cpu_before = {pid: cpu_s(pid) for pid in running.service_pids()}
     started = time.perf_counter()
-    killed_at: int | None = None
+    stop_killer = threading.Event()
+    killer = (
+        asyncio.create_task(
+            asyncio.to_thread(_kill_when_done, running, kill_worker_after, stop_killer)
+        )
+        if kill_worker_after is not None
+        else None
+    )
     async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=32)) as http:
         gate = asyncio.Semaphore(32)
 
@@ -137,16 +145,13 @@ async def run_jobs(
             reads_dropped += sum(s == _UNREACHABLE for s in polled.values())
             states.update(polled)
             finished = sum(s in ("done", "failed") for s in states.values())
-            if kill_worker_after is not None and killed_at is None:
-                done = sum(s == "done" for s in states.values())
-                if done >= kill_worker_after:
-                    running.workers[0].send_signal(signal.SIGKILL)
-                    killed_at = done
             if finished == len(job_ids):
                 break
             # Polling costs the CPU the workers need: the more jobs open, the rarer.
             await asyncio.sleep(max(_POLL_S, len(pending) / 200))
     wall_s = time.perf_counter() - started
+    stop_killer.set()
+    killed_at = await killer if killer is not None else None
     cpu = sum(cpu_s(pid) - before for pid, before in cpu_before.items() if _alive(pid))
     done = sum(s == "done" for s in states.values())
     stored, requeued = _stored_per_job(running.database_url)
@@ -182,6 +187,26 @@ async def _states(
         return job_id, str(reply.json()["status"]) if reply.status_code == 200 else "unknown"
 
     return dict(await asyncio.gather(*(one(j) for j in job_ids)))
+
+
+def _kill_when_done(running: Cluster, after: int, stop: threading.Event) -> int | None:
+    """SIGKILL the first worker once `after` jobs have succeeded, counted straight from the
+    database: polling the API is too coarse, as a fast run can finish between two polls and
+    the worker would die with nothing in hand. The count it died at, or None if never."""
+    with psycopg.connect(running.database_url, autocommit=True) as conn:
+        while not stop.is_set():
+            row = conn.execute(
+                "select count(*) from procrastinate_jobs where status = 'succeeded'"
+            ).fetchone()
+            done = int(row[0]) if row else 0
+            if done >= after:
+                running.workers[0].send_signal(signal.SIGKILL)
+                return done
+            time.sleep(_KILL_POLL_S)
+    return None
+
+
+_KILL_POLL_S = 0.01
 
 
 def _stored_per_job(database_url: str) -> tuple[dict[str, int], int]:
