@@ -179,7 +179,7 @@ def _notes_over_forms(observations: list[_Observation], reading: CaseReading) ->
     decided = [o for o in observations if o.trusted and o.says in (_Says.HOLDS, _Says.FAILS)]
     if len({o.says for o in decided}) < 2:
         return observations
-    on_forms = [o for o in decided if _on_request_form(o.evidence, reading)]
+    on_forms = [o for o in decided if reading.on_request_form(o.evidence.doc_id)]
     in_notes = {o.says for o in decided if o not in on_forms}
     if len(in_notes) != 1 or not on_forms:
         return observations
@@ -216,16 +216,8 @@ def _off_forms(values: list[_Value], reading: CaseReading) -> list[_Value]:
     """The values the clinical notes give, if any: a request form restates a measurement on the
     day it is filled in ("BMI: 35.2" copied from a 2024 problem list), so its date is no date
     of measurement for `select: latest`."""
-    in_notes = [v for v in values if not _on_request_form(v.evidence, reading)]
+    in_notes = [v for v in values if not reading.on_request_form(v.evidence.doc_id)]
     return in_notes or values
-
-
-def _on_request_form(evidence: CaseEvidence, reading: CaseReading) -> bool:
-    """Whether evidence comes from a request form (a document whose title names a form kind)."""
-    document = reading.case.document(evidence.doc_id) if evidence.doc_id else None
-    if document is None:
-        return False
-    return bool(reading.find_in(document.title, tuple(reading.vocabulary.form_kinds)))
 
 
 def _source_sentences(evidence: CaseEvidence, reading: CaseReading) -> list[Sentence]:

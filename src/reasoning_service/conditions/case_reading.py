@@ -614,10 +614,20 @@ class CaseReading:
     _mentions: dict[tuple[str, ...], list[Mention]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _by_page: dict[tuple[str, int], list[Sentence]] = field(default_factory=dict)
+    _request_forms: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         for sentence in self.sentences:
             self._by_page.setdefault((sentence.doc_id, sentence.page), []).append(sentence)
+        kinds = tuple(self.vocabulary.form_kinds)
+        self._request_forms = frozenset(
+            d.doc_id for d in self.case.documents if self.find_in(d.title, kinds)
+        )
+
+    def on_request_form(self, doc_id: str | None) -> bool:
+        """Whether a document is a request form (its title names a form kind): the requester's
+        summary of the record, not the record."""
+        return doc_id in self._request_forms
 
     def sentences_on(self, doc_id: str, page: int) -> list[Sentence]:
         """The sentences of one document page, in order."""
