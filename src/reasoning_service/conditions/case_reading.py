@@ -414,7 +414,7 @@ _VALUE_DEFERS = re.compile(
     r"|unknown\b|unclear\b|undetermined\b|unverified\b|not\s+(?:known|verified|confirmed)\b)",
     re.I,
 )
-_PART_DEFERS = re.compile(rf"[(;,\-–]\s*(?:{_PLANS}|not yet\b)", re.I)
+_PART_DEFERS = re.compile(rf"[(;,/\-–]\s*(?:{_PLANS}|not yet\b)", re.I)
 _BOX = re.compile(r"\[\s*[xX✓✔]?\s*\]|[☐☑☒✓✔]|\(\s*[xX✓✔]?\s*\)|(?<![^\s:])_{2,}(?=[^\S\n]+\w)")
 _CHECKED = re.compile(r"\[\s*[xX✓✔]\s*\]|[☑☒✓✔]|\(\s*[xX✓✔]\s*\)")
 """Boxes of a form: "[x]", "☒", "(X)", a bare tick "✓", and a blank "__" before an option
@@ -739,7 +739,9 @@ class CaseReading:
                 if _ZERO_ROW.fullmatch(sentence.text, end) is not None:
                     stance = Stance(negated=True, family=stance.family)  # "Sustained VT  0  0"
                 below = self._ticked_below(sentence, end)
-                if below is not None:  # "Education on proper use:" over "[x] Not done"
+                if below == "":  # "Prior program:" over "[ ] Completed  [ ] None"
+                    stance = Stance(hypothetical=True)
+                elif below is not None:  # "Education on proper use:" over "[x] Not done"
                     answered = f"{sentence.text} {below}"
                     stance = self.context.stances(answered, [_judged(answered, start, end)])[0]
                     value = form_value(below)
@@ -817,18 +819,22 @@ class CaseReading:
     def _ticked_below(self, sentence: Sentence, end: int) -> str | None:
         """The ticked options on the lines under a label that the name ends ("Beneficiary
         education on proper use of device:" over "[x] Will be completed at setup, scheduled
-        04/20"): the label's answer, read as if it followed on its line."""
+        04/20", or over "[ ] Completed  [x] In progress / planned"): the label's answer, read
+        as if it followed on its line; "" when options stand there and none is ticked, None
+        when none do."""
         if _REST_OF_LABEL.fullmatch(sentence.text, end) is None:
             return None
+        options = False
         ticked: list[str] = []
         below = self._next_on_page(sentence)
         for _ in range(_CHECKLIST_LINES):
             if below is None or _OPTION_LINE.match(below.text) is None:
                 break
-            if _CHECKED.match(below.text) is not None:
-                ticked.append(below.text)
+            options = True
+            if _CHECKED.search(below.text) is not None:
+                ticked.append(form_value(below.text) or below.text)
             below = self._next_on_page(below)
-        return " ".join(ticked) or None
+        return " ".join(ticked) if options else None
 
     def _clause_of(self, sentence: Sentence) -> str:
         """The sentence, joined to the next one when only a semicolon parts them."""

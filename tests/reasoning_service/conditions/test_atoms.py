@@ -169,6 +169,23 @@ def test_saying_a_thing_was_not_done_negates_it_and_unverified_leaves_it_open(te
 
 
 @pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        (" [x] Completed   [ ] In progress   [ ] None", H),
+        (" [ ] Completed   [x] In progress / planned   [ ] None", F),  # only planned
+        (" [ ] Completed   [ ] In progress   [x] None", F),
+        (" [ ] Completed   [ ] In progress   [ ] None", N),  # left unanswered
+    ],
+)
+def test_a_labels_answer_is_the_option_ticked_on_the_row_under_it(options, expected, read):
+    program = FindingAtom(
+        kind="finding", id="program", label="Supervised program", concept="supervised program"
+    )
+    case = make_case(f"Prior supervised program:\n{options}\nNext field: value")
+    assert state(program, case, read) is expected
+
+
+@pytest.mark.parametrize(
     ("value", "expected"),
     [
         ("none known", F),
