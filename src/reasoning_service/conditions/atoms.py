@@ -902,11 +902,15 @@ def _qualified_in(
     reading: CaseReading,
 ) -> bool:
     """Whether the quote qualifies its number with one of `other`, as another measurement of
-    the name: between the name and the number ("AHI, 3% hypopnea rule: 16.8"), or, in a quote
-    that never names the concept, in the number's clause ("17.3/h using the 3% rule")."""
-    named = [end for _, end in reading.find_in(quote[: written.start], names)]
+    the name: right before the name ("Supine AHI: 19.0") or between it and the number ("AHI,
+    3% hypopnea rule: 16.8"), or, in a quote that never names the concept, in the number's
+    clause ("17.3/h using the 3% rule")."""
+    named = reading.find_in(quote[: written.start], names)
     if named:
-        before = quote[max(named) : written.start]
+        start, end = max(named, key=lambda span: span[1])
+        if _stands_before(quote, start, other, reading):
+            return True
+        before = quote[end : written.start]
     else:
         starts = [m.end() for m in _CLAUSE_END.finditer(quote, 0, written.start)]
         before = quote[max(starts, default=0) : written.start]
@@ -971,9 +975,12 @@ def _is_period(unit: str) -> bool:
 def _in_unit(
     measured: Measured, unit: str, concept: QuantityAtom | QuantityInput
 ) -> tuple[float, float] | None:
-    """The value in `unit`; without a stated unit, the first reading that is plausible."""
+    """The value in `unit`; without a stated unit, the first reading that is plausible, a
+    bare decimal below 1 in percent read as a share ("0.80" of nights is 80 percent)."""
     if measured.unit is None and concept.unit_required:
         return None
+    if measured.unit is None and _share(measured, unit):
+        measured = replace(measured, unit="dimensionless")
     if measured.unit is not None or concept.plausible is None:
         converted = measured.in_unit(unit)
         if converted is None or concept.plausible is None:
@@ -1032,16 +1039,27 @@ def _fact_measures(view: FactView, reading: CaseReading, trends: bool) -> list[M
     if trends:  # a fact's number is a score, not a change
         return _trends_in(value, reading)
     pint_unit = (reading.vocabulary.unit_for(unit) or unit) if unit else None
-    if pint_unit is None and view.words and not _numbered(view.words):
+    named = pint_unit is None and bool(view.words) and not _numbered(view.words)
+    if named:
         pint_unit = reading.vocabulary.unit_for(view.words[-1])  # `height_cm`, `weightLb`
     if isinstance(value, bool) or value is None:
         return []
     if isinstance(value, int | float):
-        return [Measured(float(value), float(value), pint_unit, 0, 0)]
-    if isinstance(value, str):
+        found = [Measured(float(value), float(value), None, 0, 0)]
+    elif isinstance(value, str):
         found = parse_measured(value, reading.vocabulary)[:1]
-        return [Measured(m.low, m.high, m.unit or pint_unit, m.start, m.end) for m in found]
-    return []
+    else:
+        return []
+    return [
+        replace(m, unit=m.unit or (None if named and _share(m, pint_unit) else pint_unit))
+        for m in found
+    ]
+
+
+def _share(measured: Measured, unit: str | None) -> bool:
+    """Whether a bare number is a share that a field named in percent holds as a decimal
+    (`adherence_pct`: 0.80); read without the field's unit, it is then taken as one."""
+    return unit == "percent" and 0 < measured.low <= measured.high < 1
 
 
 def _numbered(words: tuple[str, ...]) -> bool:

@@ -62,6 +62,8 @@ _THRESHOLD_BEFORE = re.compile(
     r"(?:\s+than)?)\s*$",
     re.IGNORECASE,
 )
+_GLUED_WORD = re.compile(r"[a-wyz]", re.I)
+"""A letter right after a number that no unit spells ("66F", "2nd"); "x" is times ("3x")."""
 _ASKED = re.compile(r"\s*[:?]")
 """Right after a bound: it is a label or a question ("BMI > 40?"), not a reading."""
 _NORM = re.compile(
@@ -192,7 +194,9 @@ _DURATION = re.compile(
     rf"|\b{_AMOUNT}\+?[\s-]*{_SPAN_UNITS}['’]?[\s-]+(?:history|duration|of)\b)",
     re.I,
 )
-_NEAR_BEFORE = re.compile(r"[\d.,]+(?:\s*(?:-|–|to)\s*[\d.,]+)?[\s\-]*(?:[\w/%]+[\s\-]+){0,2}")
+_NEAR_BEFORE = re.compile(r"[\d.,]+(?:\s*(?:-|–|to)\s*[\d.,]+)?(?:-|\s*)(?:[\w/%]+(?:-|\s+)){0,2}")
+"""A value, then at most two words, up to a name: "12 visits", "54-year-old"; a dash set
+apart by spaces parts them ("66F - Acupuncture for …")."""
 _DAYS_PER = {"d": 1.0, "w": 7.0, "m": 365.25 / 12, "y": 365.25}
 
 
@@ -319,6 +323,8 @@ def parse_measured(
         )  # "97814 - 2x/week": a code, then a frequency, is no range
         high = _number(match.group(2)) if ranged else low
         unit, end = _unit_after(text, match.end() if ranged else match.end(1), vocabulary)
+        if unit is None and _GLUED_WORD.match(text, end):
+            continue  # "66F", "2nd", "10am": part of a word, no reading
         if bound is not None and (
             _ASKED.match(text, end) or _NORM.search(text, max(0, match.start() - 48), match.start())
         ):

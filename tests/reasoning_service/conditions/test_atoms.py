@@ -1152,6 +1152,30 @@ def test_a_fact_whose_quote_qualifies_its_value_is_another_measurement(read):
     assert state(ahi, case, read) is H
 
 
+def test_a_value_the_quote_qualifies_before_the_name_is_another_measurement(read):
+    """A positional index is not the study's AHI, even under a field named for the AHI."""
+    ahi = AHI.model_copy(update={"not_when": ["supine"]})
+    supine = quoted_fact("sleepStudy.ahi", 19.0, "Supine AHI: 19.0 /h", unit="events/h")
+    case = make_case("Supine AHI: 19.0 /h. Overall AHI 11.4 events/hour.", facts=[supine])
+    assert state(ahi, case, read) is F
+
+
+def test_a_decimal_share_in_a_percent_field_is_a_percentage(read):
+    adherence = QuantityAtom(
+        kind="quantity",
+        id="adherence",
+        label="Used ≥ 4 h on ≥ 70% of nights",
+        concept="nights used 4 hours or more",
+        aliases=["adherence"],
+        comparator=">=",
+        value=70,
+        unit="percent",
+    )
+    quote = "Nights used >= 4 h: 24/30 (0.80)"
+    case = make_case(quote, facts=[quoted_fact("cpap.adherence_4h_pct", "0.80", quote)])
+    assert state(adherence, case, read) is H
+
+
 TRIAL_WEEKS = QuantityAtom(
     kind="quantity",
     id="trial_weeks",
@@ -1216,6 +1240,23 @@ REQUESTED_VISITS = QuantityAtom(
 def test_a_field_name_binds_with_its_abbreviations_written_out_in_any_order(field, expected, read):
     case = make_case("Plan of care.", facts=[{"field": field, "value": 16}])
     assert state(REQUESTED_VISITS, case, read) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("RE: Carol S., 66F - Acupuncture for low back pain.", N),  # an age and sex
+        ("RE: Carol S., 66 F - Acupuncture for low back pain.", N),
+        ("Plan: 2nd course of acupuncture.", N),
+        ("Plan: 16 acupuncture visits.", F),
+        ("Plan: 16-acupuncture course.", F),
+    ],
+)
+def test_a_count_before_a_name_is_joined_to_it_by_words_not_by_a_dash_or_a_letter(
+    text, expected, read
+):
+    visits = REQUESTED_VISITS.model_copy(update={"aliases": ["acupuncture"]})
+    assert state(visits, make_case(text), read) is expected
 
 
 def test_a_count_outside_its_plausible_range_is_a_code_not_a_count(read):
