@@ -112,6 +112,8 @@ def evaluate_atom(atom: Atom, reading: CaseReading, min_confidence: float) -> At
     observations = _document_wins(observations, reading, names)
     if isinstance(atom, FindingAtom | QuantityAtom):
         observations = _notes_over_forms(observations, reading)
+    elif isinstance(atom, CategoryAtom) and atom.select != "request":
+        observations = _notes_over_forms(observations, reading, only=_Says.FAILS)
     if isinstance(atom, TimeWindowAtom) and atom.relation != "at_least":
         observations = _any_occurrence(observations)
     if isinstance(atom, FindingAtom) and atom.expect == "absent":
@@ -169,8 +171,11 @@ def _document_wins(
     return kept
 
 
-def _notes_over_forms(observations: list[_Observation], reading: CaseReading) -> list[_Observation]:
-    """A request form's box or answer that the clinical notes contradict gives way to them.
+def _notes_over_forms(
+    observations: list[_Observation], reading: CaseReading, only: _Says | None = None
+) -> list[_Observation]:
+    """A request form's box or answer that the clinical notes contradict gives way to them
+    (with `only`, when the notes say that).
 
     The form is the requester's summary of the record ("[x] history of sustained VT", "Prior
     supervised program: Y"); the notes are the record. Only when the notes agree among
@@ -181,7 +186,7 @@ def _notes_over_forms(observations: list[_Observation], reading: CaseReading) ->
         return observations
     on_forms = [o for o in decided if reading.on_request_form(o.evidence.doc_id)]
     in_notes = {o.says for o in decided if o not in on_forms}
-    if len(in_notes) != 1 or not on_forms:
+    if len(in_notes) != 1 or not on_forms or (only is not None and in_notes != {only}):
         return observations
     return [o for o in observations if o not in on_forms or o.says in in_notes]
 

@@ -371,6 +371,16 @@ def test_clinical_notes_overrule_a_request_form_that_contradicts_them(form, read
     assert state(STROKE, two_documents("Prior authorization request", ticked, both_ways), read) is C
 
 
+def test_notes_overrule_a_request_forms_category_only_when_they_deny_it(read):
+    """A form claiming the qualifying class that the notes contradict gives way; a form
+    denying it that the notes support stays a conflict: `met` is the answer that costs most."""
+    form, note = "Prior authorization request", "Heart failure clinic note"
+    claimed = two_documents(form, "NYHA class: [x] III", f"{note}: NYHA class IV at rest.")
+    assert state(NYHA, claimed, read) is F
+    denied = two_documents(form, "NYHA class: [x] IV", f"{note}: NYHA class III.")
+    assert state(NYHA, denied, read) is C
+
+
 def test_a_comparison_inside_a_name_is_no_doubt_about_it(read):
     weighed = FindingAtom(
         kind="finding",
