@@ -110,12 +110,12 @@ def evaluate_atom(atom: Atom, reading: CaseReading, min_confidence: float) -> At
             observations = _category(atom, reading, min_confidence)
     names = reading.names(atom.concept, atom.aliases)
     observations = _document_wins(observations, reading, names)
-    if isinstance(atom, FindingAtom | QuantityAtom):
+    if isinstance(atom, TimeWindowAtom) and atom.relation != "at_least":
+        observations = _any_occurrence(observations)
+    if isinstance(atom, FindingAtom | QuantityAtom | TimeWindowAtom):
         observations = _notes_over_forms(observations, reading)
     elif isinstance(atom, CategoryAtom) and atom.select != "request":
         observations = _notes_over_forms(observations, reading, only=_Says.FAILS)
-    if isinstance(atom, TimeWindowAtom) and atom.relation != "at_least":
-        observations = _any_occurrence(observations)
     if isinstance(atom, FindingAtom) and atom.expect == "absent":
         observations = _presence_wins(observations)
     if isinstance(atom, FindingAtom) and not observations and atom.when_silent == "absent":
@@ -1289,14 +1289,21 @@ def _dated_by_report(
 ) -> _Timing | None:
     """The date of a report whose title names the event ("Cardiac catheterization / staged
     PCI report"), for a mention in it that states the event as done and gives no date of its
-    own: such a report records the procedure on the day it is dated."""
+    own: such a report records the procedure on the day it is dated, unless it dates the event
+    elsewhere ("Discharge summary - NSTEMI admission" that gives "NSTEMI, 01/02/2026")."""
     sentence = mention.sentence
     if sentence.date is None or not mention.stance.affirmed:
         return None
     document = reading.case.document(sentence.doc_id)
     if document is None or not reading.find_in(document.title, names):
         return None
-    return float((reference - sentence.date).days), None
+    dated_within = any(
+        other.sentence.doc_id == sentence.doc_id
+        and _timing_near(other, reading, reference) is not None
+        for other in reading.mentions(names)
+        if not other.stance.negated
+    )
+    return None if dated_within else (float((reference - sentence.date).days), None)
 
 
 def _days_before(point: TimePoint, reference: dt.date, written: dt.date) -> _Timing:
@@ -1359,7 +1366,8 @@ _DATE_LINKS = frozenset(
 
 def _date_of(mention: Mention, date_start: int) -> bool:
     """Whether a date in the sentence can be the mentioned event's: not when another noun
-    stands right before it ("TTE 2026-05-08" dates the echo, not the CABG mentioned nearby)."""
+    stands right before it ("TTE 2026-05-08" dates the echo, not the CABG mentioned nearby),
+    unless that noun continues the event's own phrase ("DES to LAD 02/04/26")."""
     text = mention.sentence.text
     if mention.start <= date_start <= mention.end + 3:
         return True
@@ -1369,7 +1377,16 @@ def _date_of(mention: Mention, date_start: int) -> bool:
     word_end = date_start - (len(lead.group(0)) - len(lead.group(1)))
     if mention.start < word_end <= mention.end:
         return True
+    word_start = word_end - len(lead.group(1))
+    if word_start >= mention.end and _SAME_PHRASE.fullmatch(text, mention.end, word_start):
+        return True
     return lead.group(1).lower().rstrip("-") in _DATE_LINKS
+
+
+_SAME_PHRASE = re.compile(
+    r"(?:[^\S\n]+(?!(?:and|or|with|then|plus|but)\b)[\w/-]+){0,2}[^\S\n]+", re.I
+)
+"""At most two words and no stop or conjunction between a name and the noun that ends it."""
 
 
 def _fact_elapsed(

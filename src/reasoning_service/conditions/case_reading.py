@@ -67,13 +67,14 @@ _SENTENCE_END = re.compile(
     r"(?<=[.!?;])(?<![:,(/][A-Z]\.)(?<![:,(/] [A-Z]\.)(?<!^[A-Z]\.)(?<!\b[A-Z]\. [A-Z]\.)"
     r"(?<!\bDr\. [A-Z]\.)(?<!\bL\.Ac\.)(?<![^\S\n]{2}\.)"
     + "".join(rf"(?<!\b{re.escape(word)})" for word in _ABBREVIATIONS)
-    + r"[\"'”’)\]]?[^\S\n]+|\s*\n\s*",
+    + r"[\"'”’)\]]?[^\S\n]++(?!\|)|\s*\n\s*",
     re.MULTILINE,
 )
 """A stop and space, or a line break; not the stop of an initial ("provider: G. Halvorsen",
 "L. Marsh, MD", "visit w/ H. Brandt NP booked 2/16"), of a credential ("L.Ac.") or of an
-abbreviation, nor a form's dot leader between columns ("Y   .   (scheduled 02/20/26)"), which
-would cut a name from what the line says of it."""
+abbreviation, nor a form's dot leader between columns ("Y   .   (scheduled 02/20/26)") or a
+question's stop before its table cells ("VF arrest? |  | X"), which would cut a name from what
+the line says of it."""
 _SHORT_CAPS = 4
 """An alias this short written in capitals ("MI", "VT") matches only in capitals in text."""
 
@@ -281,6 +282,8 @@ class ContextReader:
         if _in_deferred_value(text, start):
             return Stance(hypothetical=True)
         column = _column_answer(text, end)
+        if column == "unanswered":
+            return Stance(hypothetical=True)
         if column is not None:
             return Stance(negated=column == "no")
         colon = _answer_mark(text, end)
@@ -546,13 +549,15 @@ def _yes_no(text: str, colon: int) -> str | None:
 _COLUMN_GAP = re.compile(r"[^\S\n]{2,}|[^\S\n]*\|[^\S\n]*")
 """What parts the columns of a form's table: a run of spaces, or a bar."""
 _BOXES_ONLY = re.compile(rf"(?:[^\S\n]*(?:{_BOX.pattern}))+[^\S\n]*")
+_CELL_MARK = re.compile(r"[xX✓✔]")
 _COLUMN_CELLS = {"y": "yes", "yes": "yes", "n": "no", "no": "no", ".": "", "-": "", "": ""}
 """What a cell of a Y/N table says; a dot or a dash is the column left empty."""
 
 
 def _column_answer(text: str, end: int) -> str | None:
     """The answer a Y/N table gives the name on its row ("Ischemic cardiomyopathy   .   N",
-    "Prior lumbar surgery | N"): "yes" or "no"; None when the row is no such table row."""
+    "Prior lumbar surgery | N", "VF arrest? |  | X"): "yes", "no" or "unanswered"; None when
+    the row is no such table row."""
     line_end = text.find("\n", end)
     parts = _COLUMN_GAP.split(text[end : line_end if line_end >= 0 else len(text)])
     if len(parts) < 2 or ":" in parts[0] or len(parts[0]) > _OPTION_REACH:
@@ -562,11 +567,30 @@ def _column_answer(text: str, end: int) -> str | None:
         # "[ ] [X]" under a "Y N" header: the column of the ticked box answers
         ticked = [_CHECKED.fullmatch(box) is not None for box in boxes]
         return None if ticked[0] == ticked[1] else ("yes" if ticked[0] else "no")
+    marked = _marked_column(parts[1:]) if "|" in text[end:line_end] else None
+    if marked is not None:
+        return marked
     cells = [_COLUMN_CELLS.get(part.strip().lower()) for part in parts[1:]]
     answers = {cell for cell in cells if cell}
     if None in cells or len(answers) != 1:
         return None
     return answers.pop()
+
+
+def _marked_column(cells: list[str]) -> str | None:
+    """The answer of a row marked under a "| Y | N" header ("Prior MI? | X |" says yes,
+    "VF arrest? |  | X" says no; forms put Y first); "unanswered" for a row of two empty cells."""
+    if len(cells) != 2:
+        return None
+    marks = [_CELL_MARK.fullmatch(cell.strip()) is not None for cell in cells]
+    empty = [not cell.strip() for cell in cells]
+    if all(empty):
+        return "unanswered"
+    if marks[0] and empty[1]:
+        return "yes"
+    if marks[1] and empty[0]:
+        return "no"
+    return None
 
 
 def _answer_mark(text: str, end: int) -> int:

@@ -381,6 +381,20 @@ def test_notes_overrule_a_request_forms_category_only_when_they_deny_it(read):
     assert state(NYHA, denied, read) is C
 
 
+@pytest.mark.parametrize(
+    ("row", "expected"),
+    [
+        ("Prior stroke? | X |", H),
+        ("Prior stroke? |  | X", F),
+        ("Prior stroke? |  |", N),  # left unanswered
+        ("Hx of stroke | X |", H),
+    ],
+)
+def test_a_row_marked_under_a_yes_no_header_answers_its_question(row, expected, read):
+    page = f"Question | Y | N\n{row}\nSignature: ________"
+    assert state(STROKE, make_case(page), read) is expected
+
+
 def test_a_comparison_inside_a_name_is_no_doubt_about_it(read):
     weighed = FindingAtom(
         kind="finding",
@@ -564,6 +578,29 @@ def test_an_undated_event_in_a_report_named_for_it_happened_on_the_reports_date(
 ):
     case = make_case(text, doc_date=date, doc_title=title)
     assert state(PCI_3_MONTHS, case, read) is expected
+
+
+def test_a_report_that_dates_the_event_itself_gives_its_undated_mentions_that_date(read):
+    """A discharge summary named for the admission's PCI is written days after it."""
+    text = "Dx: PCI to the RCA, 2025-11-28. Plan: repeat echo after the PCI."
+    case = make_case(text, doc_date="2025-12-03", doc_title="Discharge summary - PCI admission")
+    assert state(PCI_3_MONTHS, case, read) is F  # 93 days before as_of, not 88
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "s/p PCI to LAD 12/20/25 - DAPT x 12 months.",  # the vessel ends the event's phrase
+        "PCI x2 to LAD 12/20/25.",
+    ],
+)
+def test_a_date_after_the_events_own_phrase_is_the_events(text, read):
+    assert state(PCI_3_MONTHS, make_case(text, doc_date="2026-03-01"), read) is H
+
+
+def test_notes_overrule_a_request_form_that_denies_a_dated_event(read):
+    case = two_documents("Prior authorization request", "Prior PCI: none", "PCI on 2026-01-10.")
+    assert state(PCI_3_MONTHS, case, read) is H
 
 
 TRAINED_BEFORE_USE = TimeWindowAtom(
