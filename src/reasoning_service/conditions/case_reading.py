@@ -495,13 +495,38 @@ _OPTION_REACH = 60
 def unchecked(text: str, start: int) -> bool:
     """Whether `start` stands in an option whose box is empty: "[ ] Retreatment", and the "MD"
     of "[ ] Physician (MD/DO) [x] Auxiliary personnel", are options the form did not choose, no
-    statement that they are so. A label after the box ends its option ("[ ] N/A  Note: …")."""
+    statement that they are so. A label after the box ends its option ("[ ] N/A  Note: …").
+    A line whose boxes follow their options ("PSG [ ]   HST Type IV [x]") is read that way."""
     line_start = text.rfind("\n", 0, start) + 1
+    trailing = _trailing_box(text, line_start, start)
+    if trailing is not None:
+        return _CHECKED.fullmatch(trailing) is None
     boxes = list(_BOX.finditer(text, max(line_start, start - _OPTION_REACH), start))
     if not boxes:
         return False
     box = boxes[-1]
     return ":" not in text[box.end() : start] and _CHECKED.fullmatch(box.group()) is None
+
+
+def _trailing_box(text: str, line_start: int, start: int) -> str | None:
+    """The box after the option at `start`, on a line of options whose boxes follow them
+    ("Qualifying study:  PSG [ ]   HST Type IV [x]"); None on any other line."""
+    line_end = text.find("\n", start)
+    line_end = len(text) if line_end < 0 else line_end
+    options_start = max(line_start, _label_end(text, start))
+    options = text[options_start:line_end].strip()
+    if not options or _BOX.match(options) or not _BOX_AT_END.search(options):
+        return None
+    if _ADJACENT_BOXES.search(options):
+        return None  # "Currently receiving ECT   [ ] [X]": boxes under a Y/N header
+    box = _BOX.search(text, start, line_end)
+    if box is None or ":" in text[start : box.start()] or box.start() - start > _OPTION_REACH:
+        return None
+    return box.group()
+
+
+_BOX_AT_END = re.compile(rf"(?:{_BOX.pattern})$")
+_ADJACENT_BOXES = re.compile(rf"(?:{_BOX.pattern})[^\S\n]*(?:{_BOX.pattern})")
 
 
 def _declined(text: str, start: int, end: int) -> bool:

@@ -395,6 +395,20 @@ def test_a_row_marked_under_a_yes_no_header_answers_its_question(row, expected, 
     assert state(STROKE, make_case(page), read) is expected
 
 
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("NYHA class:  I [ ]   II [ ]   III [x]   IV [ ]", H),
+        ("NYHA class:  I [ ]   II [ ]   III [ ]   IV [x]", F),  # the box follows its option
+        ("NYHA class:  [ ] I   [ ] II   [x] III   [ ] IV", H),
+    ],
+)
+def test_a_line_whose_boxes_follow_their_options_reads_each_box_with_the_option_before_it(
+    line, expected, read
+):
+    assert state(NYHA, make_case(line), read) is expected
+
+
 def test_a_comparison_inside_a_name_is_no_doubt_about_it(read):
     weighed = FindingAtom(
         kind="finding",
