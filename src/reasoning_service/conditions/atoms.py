@@ -583,6 +583,14 @@ def fact_presence(view: FactView, reading: CaseReading) -> bool | None:
 
 def _presence(view: FactView, reading: CaseReading, expires: dt.date | None) -> bool | None:
     """`fact_presence`, given the date the fact says the thing is valid through (if any)."""
+    present = _value_presence(view, reading, expires)
+    refusal = reading.vocabulary.fact_words.refusal
+    if present is not None and any(_ends_with(w, refusal) for w in (view.words, view.spelled)):
+        return False if present else None  # `ect.declined: true`: no ECT
+    return present
+
+
+def _value_presence(view: FactView, reading: CaseReading, expires: dt.date | None) -> bool | None:
     value = view.fact.value
     if value is None:
         return None

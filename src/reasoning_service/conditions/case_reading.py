@@ -575,6 +575,7 @@ _COLUMN_GAP = re.compile(r"[^\S\n]{2,}|[^\S\n]*\|[^\S\n]*")
 """What parts the columns of a form's table: a run of spaces, or a bar."""
 _BOXES_ONLY = re.compile(rf"(?:[^\S\n]*(?:{_BOX.pattern}))+[^\S\n]*")
 _CELL_MARK = re.compile(r"[xX✓✔]")
+_BLANK_CELL = re.compile(r"_{2,}")
 _COLUMN_CELLS = {"y": "yes", "yes": "yes", "n": "no", "no": "no", ".": "", "-": "", "": ""}
 """What a cell of a Y/N table says; a dot or a dash is the column left empty."""
 
@@ -592,6 +593,8 @@ def _column_answer(text: str, end: int) -> str | None:
         # "[ ] [X]" under a "Y N" header: the column of the ticked box answers
         ticked = [_CHECKED.fullmatch(box) is not None for box in boxes]
         return None if ticked[0] == ticked[1] else ("yes" if ticked[0] else "no")
+    if all(_BLANK_CELL.fullmatch(part.strip()) for part in parts[1:]):
+        return "unanswered"  # "Degree in acupuncture (accredited school)        ___"
     marked = _marked_column(parts[1:]) if "|" in text[end:line_end] else None
     if marked is not None:
         return marked

@@ -56,6 +56,9 @@ class FactWords(BaseModel):
     expiry: list[str] = Field(default_factory=list)
     """Words that, ending a fact's name (`license.expires`, `lic_exp`), make its date the end
     of the thing's validity: present until that date, absent after it."""
+    refusal: list[str] = Field(default_factory=list)
+    """Words that, ending a fact's name (`ect.declined`, `tms_refused`), turn a true value
+    into the thing's absence; a false one then says nothing of it."""
 
 
 class Vocabulary(BaseModel):

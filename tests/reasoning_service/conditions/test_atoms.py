@@ -388,6 +388,7 @@ def test_notes_overrule_a_request_forms_category_only_when_they_deny_it(read):
         ("Prior stroke? | X |", H),
         ("Prior stroke? |  | X", F),
         ("Prior stroke? |  |", N),  # left unanswered
+        ("Prior stroke (any territory)          ___", N),  # a blank to fill in
         ("Hx of stroke | X |", H),
     ],
 )
@@ -408,6 +409,20 @@ def test_a_line_whose_boxes_follow_their_options_reads_each_box_with_the_option_
     line, expected, read
 ):
     assert state(NYHA, make_case(line), read) is expected
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("stroke.declined", True, F),  # the named thing was refused: not had
+        ("stroke_ruled_out", "yes", F),
+        ("stroke.declined", False, N),  # not refusing it says nothing of it
+        ("stroke.date", "2025-06-01", H),
+    ],
+)
+def test_a_fact_named_for_a_refusal_turns_its_value_around(field, value, expected, read):
+    case = make_case("Neurology note.", facts=[{"field": field, "value": value}])
+    assert state(STROKE, case, read) is expected
 
 
 def test_a_comparison_inside_a_name_is_no_doubt_about_it(read):
