@@ -932,6 +932,8 @@ def test_a_form_says_what_its_checked_box_says_and_a_deferral_says_nothing(text,
         ("SDM completed 01/05/2026. Follow-up SDM visit will be scheduled.", H),
         ("Will consider shared decision making if EF stays low.", N),  # considered, not planned
         ("Shared decision making visit to be completed with the EP team.", F),
+        ("NP to provide shared decision making at that visit.", F),
+        ("Referral placed to EP for shared decision making.", F),
     ],
 )
 def test_a_finding_only_planned_has_not_happened_yet(text, expected, read):
