@@ -136,6 +136,7 @@ def state(atom, case, read) -> AtomState:
         ("Migraine with aura versus stroke; neurology to see.", C),  # a differential
         ("Functional decline and a prior stroke in 2019.", H),  # a decline is no refusal
         ("MRI findings argue against a stroke.", F),
+        ("Records (stroke history, MRI) requested from Dr. Amos - not yet received.", N),
     ],
 )
 def test_a_finding_reads_negation_family_history_and_hypotheticals(text, expected, read):
