@@ -65,16 +65,17 @@ _ABBREVIATIONS = (
 _ABBREVIATED = re.compile(r"\b(?:" + "|".join(re.escape(word) for word in _ABBREVIATIONS) + ")")
 _SENTENCE_END = re.compile(
     r"(?<=[.!?;])(?<![:,(/][A-Z]\.)(?<![:,(/] [A-Z]\.)(?<!^[A-Z]\.)(?<!\b[A-Z]\. [A-Z]\.)"
-    r"(?<!\bDr\. [A-Z]\.)(?<!\bL\.Ac\.)(?<![^\S\n]{2}\.)"
+    r"(?<!\bDr\. [A-Z]\.)(?<!\bL\.Ac\.)(?<![^\S\n]\.)(?<!\.\.)"
     + "".join(rf"(?<!\b{re.escape(word)})" for word in _ABBREVIATIONS)
-    + r"[\"'”’)\]]?[^\S\n]++(?!\|)|\s*\n\s*",
+    + r"[\"'”’)\]]?(?:(?<=\?)[^\S\n]++(?!\||(?:Y|N|Yes|No)\b)|(?<!\?)[^\S\n]++(?!\|))"
+    + r"|\s*\n\s*",
     re.MULTILINE,
 )
 """A stop and space, or a line break; not the stop of an initial ("provider: G. Halvorsen",
 "L. Marsh, MD", "visit w/ H. Brandt NP booked 2/16"), of a credential ("L.Ac.") or of an
-abbreviation, nor a form's dot leader between columns ("Y   .   (scheduled 02/20/26)") or a
-question's stop before its table cells ("VF arrest? |  | X"), which would cut a name from what
-the line says of it."""
+abbreviation, nor a form's dot leader ("Y   .   (scheduled 02/20/26)", "Seizure ...... N") or a
+question's stop before its answer or table cells ("Seizure ever?     N", "VF arrest? |  | X"),
+which would cut a name from what the line says of it."""
 _SHORT_CAPS = 4
 """An alias this short written in capitals ("MI", "VT") matches only in capitals in text."""
 
@@ -571,8 +572,10 @@ def _yes_no(text: str, colon: int) -> str | None:
     return ("yes" if answer.group(1).lower().startswith("y") else "no") + text[answer.end() :]
 
 
-_COLUMN_GAP = re.compile(r"[^\S\n]{2,}|[^\S\n]*\|[^\S\n]*")
-"""What parts the columns of a form's table: a run of spaces, or a bar."""
+_COLUMN_GAP = re.compile(
+    r"[^\S\n]*\.{2,}[^\S\n]*|[^\S\n]+\.[^\S\n]+|[^\S\n]{2,}|[^\S\n]*\|[^\S\n]*"
+)
+"""What parts the columns of a form's table: a dot leader, a run of spaces, or a bar."""
 _BOXES_ONLY = re.compile(rf"(?:[^\S\n]*(?:{_BOX.pattern}))+[^\S\n]*")
 _CELL_MARK = re.compile(r"[xX✓✔]")
 _BLANK_CELL = re.compile(r"_{2,}")

@@ -137,6 +137,8 @@ def state(atom, case, read) -> AtomState:
         ("Functional decline and a prior stroke in 2019.", H),  # a decline is no refusal
         ("MRI findings argue against a stroke.", F),
         ("Records (stroke history, MRI) requested from Dr. Amos - not yet received.", N),
+        ("Stroke in the family?     [x] yes  [ ] no   -> mother", N),
+        ("Stroke in a blood relative?  [x] yes", N),
     ],
 )
 def test_a_finding_reads_negation_family_history_and_hypotheticals(text, expected, read):
@@ -392,6 +394,10 @@ def test_notes_overrule_a_request_forms_category_only_when_they_deny_it(read):
         ("Prior stroke? |  |", N),  # left unanswered
         ("Prior stroke (any territory)          ___", N),  # a blank to fill in
         ("Hx of stroke | X |", H),
+        ("1. Stroke or TIA ever?                N", F),  # the answer in the Y/N column
+        ("1. Stroke or TIA ever?                Y", H),
+        ("  Stroke / TIA ............... N", F),  # a dot leader to the answer
+        ("  Prior stroke . N", F),
     ],
 )
 def test_a_row_marked_under_a_yes_no_header_answers_its_question(row, expected, read):
