@@ -67,7 +67,7 @@ _SENTENCE_END = re.compile(
     r"(?<=[.!?;])(?<![:,(/][A-Z]\.)(?<![:,(/] [A-Z]\.)(?<!^[A-Z]\.)(?<!\b[A-Z]\. [A-Z]\.)"
     r"(?<!\bDr\. [A-Z]\.)(?<!\bL\.Ac\.)(?<![^\S\n]\.)(?<!\.\.)"
     + "".join(rf"(?<!\b{re.escape(word)})" for word in _ABBREVIATIONS)
-    + r"[\"'”’)\]]?(?:(?<=\?)[^\S\n]++(?!\||(?:Y|N|Yes|No)\b)|(?<!\?)[^\S\n]++(?!\|))"
+    + r"[\"'”’)\]]?(?:(?<=\?)[^\S\n]++(?!\||(?:Y|N|Yes|No)\b|[\[(☐☑☒])|(?<!\?)[^\S\n]++(?!\|))"
     + r"|\s*\n\s*",
     re.MULTILINE,
 )
@@ -509,6 +509,12 @@ def unchecked(text: str, start: int) -> bool:
     return ":" not in text[box.end() : start] and _CHECKED.fullmatch(box.group()) is None
 
 
+def _unanswered_question(text: str) -> bool:
+    """Whether the sentence is a question left without an answer ("Reviewer: was this an acute
+    MI?", "Stroke, TIA, brain tumor?"): it asks about a thing and states nothing of it."""
+    return text.rstrip().endswith("?")
+
+
 def _trailing_box(text: str, line_start: int, start: int) -> str | None:
     """The box after the option at `start`, on a line of options whose boxes follow them
     ("Qualifying study:  PSG [ ]   HST Type IV [x]"); None on any other line."""
@@ -578,6 +584,8 @@ _COLUMN_GAP = re.compile(
 """What parts the columns of a form's table: a dot leader, a run of spaces, or a bar."""
 _BOXES_ONLY = re.compile(rf"(?:[^\S\n]*(?:{_BOX.pattern}))+[^\S\n]*")
 _CELL_MARK = re.compile(r"[xX✓✔]")
+_INLINE_ANSWER = re.compile(r"(?:[^|\n]*[^\S\n])?(Y|N|Yes|No)[^\S\n]*", re.I)
+"""A Y/N answer that ends the name's cell, before the bar ("brain damage N |")."""
 _BLANK_CELL = re.compile(r"_{2,}")
 _COLUMN_CELLS = {"y": "yes", "yes": "yes", "n": "no", "no": "no", ".": "", "-": "", "": ""}
 """What a cell of a Y/N table says; a dot or a dash is the column left empty."""
@@ -589,7 +597,13 @@ def _column_answer(text: str, end: int) -> str | None:
     the row is no such table row."""
     line_end = text.find("\n", end)
     parts = _COLUMN_GAP.split(text[end : line_end if line_end >= 0 else len(text)])
-    if len(parts) < 2 or ":" in parts[0] or len(parts[0]) > _OPTION_REACH:
+    if ":" in parts[0] or len(parts[0]) > _OPTION_REACH:
+        return None
+    inline = _INLINE_ANSWER.fullmatch(parts[0])
+    line = text[text.rfind("\n", 0, end) + 1 : line_end if line_end >= 0 else len(text)]
+    if inline is not None and "|" in line:
+        return _COLUMN_CELLS[inline.group(1).lower()]  # "brain damage N | survival <1 yr N"
+    if len(parts) < 2:
         return None
     boxes = _BOX.findall(" ".join(parts[1:]))
     if len(boxes) == 2 and _BOXES_ONLY.fullmatch(" ".join(parts[1:])):
@@ -805,6 +819,8 @@ class CaseReading:
                 blank = self._blank_field(sentence, end)
                 if unticked or blank or _heading(sentence.text):
                     stance = Stance(hypothetical=True)  # "Adverse effects:" left empty
+                elif _unanswered_question(sentence.text) and not stance.negated:
+                    stance = Stance(family=stance.family, hypothetical=True)  # "was it an MI?"
                 if stance.negated and _denies_recurrence(sentence.text, start, end):
                     # "no myocardial infarction since 2024": denies a new one, affirms the old
                     stance = Stance(

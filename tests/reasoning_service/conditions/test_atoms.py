@@ -139,6 +139,9 @@ def state(atom, case, read) -> AtomState:
         ("Records (stroke history, MRI) requested from Dr. Amos - not yet received.", N),
         ("Stroke in the family?     [x] yes  [ ] no   -> mother", N),
         ("Stroke in a blood relative?  [x] yes", N),
+        ("Reviewer: was the weakness a stroke?", N),  # a question states nothing
+        ("Is this a prior stroke?", N),
+        ("Q2 (reviewer): Troponin 412 - was this a stroke?", N),
     ],
 )
 def test_a_finding_reads_negation_family_history_and_hypotheticals(text, expected, read):
@@ -398,6 +401,8 @@ def test_notes_overrule_a_request_forms_category_only_when_they_deny_it(read):
         ("1. Stroke or TIA ever?                Y", H),
         ("  Stroke / TIA ............... N", F),  # a dot leader to the answer
         ("  Prior stroke . N", F),
+        ("Exclusions: stroke N | dementia N | head injury Y", F),  # cells that end in answers
+        ("Exclusions: dementia N | prior stroke Y", H),
     ],
 )
 def test_a_row_marked_under_a_yes_no_header_answers_its_question(row, expected, read):
