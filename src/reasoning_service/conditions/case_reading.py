@@ -406,7 +406,8 @@ _REST_OF_LABEL = re.compile(r"(?:[^\S\n]+[A-Za-z][\w/-]*){0,3}[^\S\n]*:[^\S\n]*"
 _NEGATION_BEFORE = re.compile(r"\b(?:not|never|no|without|nor)\b|n't\b", re.I)
 _VALUE_NEGATES = re.compile(
     r"\s*(?:(?:has|have|had|was|were|is|did|does)\s+)?"
-    r"(?:no\b|none\b|denie[sd]\b|negative\b|neg\b|absent\b|not\b|never\b|declined\b|n/?a\b"
+    r"(?:no\b|n[^\S\n]*(?:$|[;,.(])|none\b|denie[sd]\b|negative\b|neg\b|absent\b|not\b|never\b"
+    r"|declined\b|n/?a\b"
     r"|without\b|nil\b|deferred\b|incomplete\b)",
     re.I,
 )
@@ -423,7 +424,8 @@ _BOX = re.compile(r"\[\s*[xX✓✔]?\s*\]|[☐☑☒✓✔]|\(\s*[xX✓✔]?\s*\
 _CHECKED = re.compile(r"\[\s*[xX✓✔]\s*\]|[☑☒✓✔]|\(\s*[xX✓✔]\s*\)")
 """Boxes of a form: "[x]", "☒", "(X)", a bare tick "✓", and a blank "__" before an option
 ("__ Prior stroke" on a checklist whose ticks mark yes)."""
-_BOX_AHEAD = re.compile(rf"[^\S\n]*(?:{_BOX.pattern})")
+_BOX_AHEAD = re.compile(rf"[^\S\n]*(?:(?:Y|N|Yes|No)[^\S\n]*)?(?:{_BOX.pattern})", re.I)
+"""Boxes right after a question, an option's word before its box or not ("?  Y [ ]  N [x]")."""
 _YES_NO = r"Y(?:es)?[^\S\n]*/[^\S\n]*N(?:o)?[^\S\n]*:"
 """A "Y/N:" field's label ("Seizure hx Y/N: N")."""
 _NEXT_FIELD = re.compile(rf"[^\S\n]{{3,}}(?!{_YES_NO})(?=[A-Z][\w /()&-]{{0,40}}:)")
@@ -450,6 +452,10 @@ def form_value(value: str) -> str | None:
         return None
     if len(checked) > 1:
         return value
+    shown = value.strip()
+    if not _BOX.match(shown) and _BOX_AT_END.search(shown):  # "Y [ ]  N [x]": option, box
+        preceding = [box.end() for box in boxes if box.end() <= checked[0].start()]
+        return value[max(preceding, default=0) : checked[0].start()].strip()
     following = [box.start() for box in boxes if box.start() > checked[0].start()]
     return value[checked[0].end() : min(following, default=len(value))].strip()
 
@@ -527,8 +533,12 @@ def _trailing_box(text: str, line_start: int, start: int) -> str | None:
     if _ADJACENT_BOXES.search(options):
         return None  # "Currently receiving ECT   [ ] [X]": boxes under a Y/N header
     box = _BOX.search(text, start, line_end)
-    if box is None or ":" in text[start : box.start()] or box.start() - start > _OPTION_REACH:
-        return None
+    if (
+        box is None
+        or box.start() - start > _OPTION_REACH
+        or re.search(r"[:?]", text[start : box.start()])
+    ):
+        return None  # a label's or a question's boxes answer it: "Prior MI?  Y [ ]  N [x]"
     return box.group()
 
 

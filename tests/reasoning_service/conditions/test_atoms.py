@@ -403,6 +403,10 @@ def test_notes_overrule_a_request_forms_category_only_when_they_deny_it(read):
         ("  Prior stroke . N", F),
         ("Exclusions: stroke N | dementia N | head injury Y", F),  # cells that end in answers
         ("Exclusions: dementia N | prior stroke Y", H),
+        ("Prior stroke?   Y [ ]  N [x]", F),  # each box after its option
+        ("Prior stroke?   Y [x]  N [ ]", H),
+        ("Prior stroke?   Y [ ]  N [ ]", N),
+        ("Prior stroke: N", F),
     ],
 )
 def test_a_row_marked_under_a_yes_no_header_answers_its_question(row, expected, read):
@@ -945,6 +949,7 @@ def test_a_form_says_what_its_checked_box_says_and_a_deferral_says_nothing(text,
         ("Will consider shared decision making if EF stays low.", N),  # considered, not planned
         ("Shared decision making visit to be completed with the EP team.", F),
         ("NP to provide shared decision making at that visit.", F),
+        ("Shared decision making will be scheduled after authorization.", F),
         ("Referral placed to EP for shared decision making.", F),
     ],
 )
