@@ -115,6 +115,7 @@ def evaluate_atom(atom: Atom, reading: CaseReading, min_confidence: float) -> At
     if isinstance(atom, FindingAtom | QuantityAtom | TimeWindowAtom):
         observations = _notes_over_forms(observations, reading)
     elif isinstance(atom, CategoryAtom) and atom.select != "request":
+        # Only a denial: a form's class that the notes would grant stays a conflict.
         observations = _notes_over_forms(observations, reading, only=_Says.FAILS)
     if isinstance(atom, FindingAtom) and atom.expect == "absent":
         observations = _presence_wins(observations)
@@ -591,6 +592,7 @@ def _presence(view: FactView, reading: CaseReading, expires: dt.date | None) -> 
 
 
 def _value_presence(view: FactView, reading: CaseReading, expires: dt.date | None) -> bool | None:
+    """What the fact's value alone says of the thing, whatever its name says."""
     value = view.fact.value
     if value is None:
         return None

@@ -536,13 +536,14 @@ def _trailing_box(text: str, line_start: int, start: int) -> str | None:
     if (
         box is None
         or box.start() - start > _OPTION_REACH
-        or re.search(r"[:?]", text[start : box.start()])
+        or _ASKED_BEFORE.search(text, start, box.start())
     ):
         return None  # a label's or a question's boxes answer it: "Prior MI?  Y [ ]  N [x]"
     return box.group()
 
 
 _BOX_AT_END = re.compile(rf"(?:{_BOX.pattern})$")
+_ASKED_BEFORE = re.compile(r"[:?]")
 _ADJACENT_BOXES = re.compile(rf"(?:{_BOX.pattern})[^\S\n]*(?:{_BOX.pattern})")
 
 
@@ -606,12 +607,12 @@ def _column_answer(text: str, end: int) -> str | None:
     "Prior lumbar surgery | N", "VF arrest? |  | X"): "yes", "no" or "unanswered"; None when
     the row is no such table row."""
     line_end = text.find("\n", end)
-    parts = _COLUMN_GAP.split(text[end : line_end if line_end >= 0 else len(text)])
+    line_end = len(text) if line_end < 0 else line_end
+    parts = _COLUMN_GAP.split(text[end:line_end])
     if ":" in parts[0] or len(parts[0]) > _OPTION_REACH:
         return None
     inline = _INLINE_ANSWER.fullmatch(parts[0])
-    line = text[text.rfind("\n", 0, end) + 1 : line_end if line_end >= 0 else len(text)]
-    if inline is not None and "|" in line:
+    if inline is not None and "|" in text[text.rfind("\n", 0, end) + 1 : line_end]:
         return _COLUMN_CELLS[inline.group(1).lower()]  # "brain damage N | survival <1 yr N"
     if len(parts) < 2:
         return None
@@ -621,7 +622,7 @@ def _column_answer(text: str, end: int) -> str | None:
         ticked = [_CHECKED.fullmatch(box) is not None for box in boxes]
         return None if ticked[0] == ticked[1] else ("yes" if ticked[0] else "no")
     if all(_BLANK_CELL.fullmatch(part.strip()) for part in parts[1:]):
-        return "unanswered"  # "Degree in acupuncture (accredited school)        ___"
+        return "unanswered"  # "Degree (accredited school)        ___"
     marked = _marked_column(parts[1:]) if "|" in text[end:line_end] else None
     if marked is not None:
         return marked

@@ -196,7 +196,7 @@ _DURATION = re.compile(
 )
 _NEAR_BEFORE = re.compile(r"[\d.,]+(?:\s*(?:-|–|to)\s*[\d.,]+)?(?:-|\s*)(?:[\w/%]+(?:-|\s+)){0,2}")
 """A value, then at most two words, up to a name: "12 visits", "54-year-old"; a dash set
-apart by spaces parts them ("66F - Acupuncture for …")."""
+apart by spaces parts them ("66F - Physical therapy for …")."""
 _DAYS_PER = {"d": 1.0, "w": 7.0, "m": 365.25 / 12, "y": 365.25}
 
 
