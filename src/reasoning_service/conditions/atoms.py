@@ -97,8 +97,12 @@ class AtomVerdict:
     by_silence: bool = False
 
 
-def evaluate_atom(atom: Atom, reading: CaseReading, min_confidence: float) -> AtomVerdict:
-    """Decide one atom from the case (see the module docstring)."""
+def evaluate_atom(
+    atom: Atom, reading: CaseReading, min_confidence: float, affirming: bool = False
+) -> AtomVerdict:
+    """Decide one atom from the case (see the module docstring). `affirming`: the atom's
+    holding speaks for the criterion being met (in `require`, under no `not`), so doubt
+    that only the notes raise may be settled against it."""
     match atom:
         case QuantityAtom():
             observations = _quantity(atom, reading, min_confidence)
@@ -119,6 +123,8 @@ def evaluate_atom(atom: Atom, reading: CaseReading, min_confidence: float) -> At
         observations = _notes_over_forms(observations, reading, only=_Says.FAILS)
     if isinstance(atom, FindingAtom) and atom.expect == "absent":
         observations = _presence_wins(observations)
+    if affirming and isinstance(atom, FindingAtom) and atom.expect == "present":
+        observations = _denial_wins_in_text(observations)
     if isinstance(atom, FindingAtom) and not observations and atom.when_silent == "absent":
         if any(mention.blank for mention in reading.mentions(names)):
             return AtomVerdict(AtomState.NO_EVIDENCE, "a form asks and leaves it blank", [])
@@ -272,6 +278,22 @@ def _mentions_in(
 ) -> list[Mention]:
     indexes = {sentence.index for sentence in sentences}
     return [m for m in reading.mentions(names) if m.sentence.index in indexes]
+
+
+def _denial_wins_in_text(observations: list[_Observation]) -> list[_Observation]:
+    """For a thing that must be present, notes alone that both affirm and deny it fail it.
+
+    A denial is deliberate ("No prior stroke", "has not yet participated in a supervised
+    program"); an affirmation in text is often loose (a history list, a plan, another sense of
+    the words). With no fact to settle it, the denial stands: the answer that costs least.
+    """
+    decided = [o for o in observations if o.trusted and o.says in (_Says.HOLDS, _Says.FAILS)]
+    if any(o.evidence.field for o in observations) or {o.says for o in decided} != {
+        _Says.HOLDS,
+        _Says.FAILS,
+    }:
+        return observations
+    return [o for o in observations if o.says is not _Says.HOLDS]
 
 
 def _presence_wins(observations: list[_Observation]) -> list[_Observation]:

@@ -42,7 +42,7 @@ from reasoning_service.models import (
     StepKind,
     Usage,
 )
-from reasoning_service.models.conditions import Atom, Conditions, atoms_of
+from reasoning_service.models.conditions import Atom, Conditions, affirming_atoms_of, atoms_of
 from reasoning_service.models.task import CriterionTask
 from reasoning_service.tools.citations import (
     find_quote,
@@ -154,8 +154,12 @@ def evaluate_conditions(
         _atom_result(atom, evaluate_atom(atom, reading, min_fact_confidence), applicability=True)
         for atom in head
     ]
+    affirming = {atom.id for atom in affirming_atoms_of(conditions.require)}
     results += [
-        _atom_result(atom, evaluate_atom(atom, reading, min_fact_confidence))
+        _atom_result(
+            atom,
+            evaluate_atom(atom, reading, min_fact_confidence, affirming=atom.id in affirming),
+        )
         for atom in atoms_of(conditions.require)
     ]
     return results

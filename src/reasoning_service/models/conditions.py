@@ -371,6 +371,16 @@ def atoms_of(node: ConditionNode) -> list[Atom]:
     return [node]
 
 
+def affirming_atoms_of(node: ConditionNode) -> list[Atom]:
+    """The atoms whose holding speaks for the tree holding: every atom not under a `not`."""
+    match node:
+        case AllOfConditions(all_of=children) | AnyOfConditions(any_of=children):
+            return [atom for child in children for atom in affirming_atoms_of(child)]
+        case NotCondition():
+            return []
+    return [node]
+
+
 class Conditions(_Strict):
     """What a criterion means, as checkable conditions."""
 

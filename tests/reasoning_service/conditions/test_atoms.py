@@ -442,6 +442,17 @@ def test_a_fact_named_for_a_refusal_turns_its_value_around(field, value, expecte
     assert state(STROKE, case, read) is expected
 
 
+def test_notes_that_both_affirm_and_deny_a_required_thing_fail_it(read):
+    """Only where the thing speaks for `met` and only facts-free: elsewhere (applicability,
+    under a `not`) or against a fact, the doubt stays a conflict."""
+    both_ways = make_case("No prior stroke. CVA in 2019 per daughter.")
+    assert evaluate_atom(STROKE, read(both_ways), 0.7, affirming=True).state is F
+    assert evaluate_atom(STROKE, read(both_ways), 0.7).state is C
+    fact = {"field": "hx.stroke", "value": True}
+    with_fact = make_case("No prior stroke. CVA in 2019 per daughter.", facts=[fact])
+    assert evaluate_atom(STROKE, read(with_fact), 0.7, affirming=True).state is C
+
+
 def test_a_comparison_inside_a_name_is_no_doubt_about_it(read):
     weighed = FindingAtom(
         kind="finding",

@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from reasoning_service.models import CriteriaSet
-from reasoning_service.models.conditions import Conditions
+from reasoning_service.models.conditions import Conditions, affirming_atoms_of
 from testdata import EXAMPLES
 
 POLICIES = ["NCD-240.4", "NCD-100.1", "NCD-20.4", "LCD-L34641", "NCD-30.3.3"]
@@ -68,3 +68,13 @@ def test_atom_ids_are_unique_within_a_criterion():
     atom = {"kind": "finding", "id": "same", "label": "a", "concept": "a"}
     with pytest.raises(ValidationError, match="unique"):
         Conditions.model_validate({"require": {"all_of": [atom, {**atom, "concept": "b"}]}})
+
+
+def test_the_atoms_that_speak_for_met_are_those_under_no_not():
+    def finding(atom_id: str) -> dict[str, str]:
+        return {"kind": "finding", "id": atom_id, "label": atom_id, "concept": atom_id}
+
+    conditions = Conditions.model_validate(
+        {"require": {"all_of": [finding("a"), {"not": finding("b")}, {"any_of": [finding("c")]}]}}
+    )
+    assert [atom.id for atom in affirming_atoms_of(conditions.require)] == ["a", "c"]
