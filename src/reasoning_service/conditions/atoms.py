@@ -904,11 +904,14 @@ def _fact_values(
     values = []
     for measured in _fact_measures(view, reading, trends):
         converted = _in_unit(measured, unit, concept)
-        if converted is not None:
-            same = [w for w in written if (w.low, w.high) == (measured.low, measured.high)]
-            date = dated(same[0]) if same else view.date
-            evidence, approximate = view.evidence(), measured.approximate
-            values.append(_Value(*converted, evidence, view.fact.field, trusted, date, approximate))
+        if converted is None:
+            continue  # "97810 x16, 97811 x16; 2x/wk x 8 wks": a code, then the count
+        same = [w for w in written if (w.low, w.high) == (measured.low, measured.high)]
+        date = dated(same[0]) if same else view.date
+        evidence, approximate = view.evidence(), measured.approximate
+        values.append(_Value(*converted, evidence, view.fact.field, trusted, date, approximate))
+        if not trends:
+            break  # a value is its first reading in the unit
     quoted = [(w, q) for w in written if w.unit and (q := w.in_unit(unit)) is not None]
     quote_wins = values and quoted and not trends
     if quote_wins and not any(_same(v, w, unit) for v in values for w in written):
@@ -1084,7 +1087,7 @@ def _fact_measures(view: FactView, reading: CaseReading, trends: bool) -> list[M
     if isinstance(value, int | float):
         found = [Measured(float(value), float(value), None, 0, 0)]
     elif isinstance(value, str):
-        found = parse_measured(value, reading.vocabulary)[:1]
+        found = parse_measured(value, reading.vocabulary)
     else:
         return []
     return [

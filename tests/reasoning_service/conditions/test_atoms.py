@@ -1367,6 +1367,12 @@ def test_a_count_before_a_name_is_joined_to_it_by_words_not_by_a_dash_or_a_lette
     assert state(visits, make_case(text), read) is expected
 
 
+def test_a_fact_value_is_its_first_plausible_reading(read):
+    """A billing code before the count is no count: "97810 x16; 2x/wk x 8 wks" is 16 visits."""
+    fact = {"field": "request_visits", "value": "97810 x16; 2x/wk x 8 wks"}
+    assert state(REQUESTED_VISITS, make_case("Plan of care.", facts=[fact]), read) is F
+
+
 def test_a_count_outside_its_plausible_range_is_a_code_not_a_count(read):
     case = make_case("Request 8 additional sessions (97810, 97811).")
     sessions = REQUESTED_VISITS.model_copy(update={"aliases": ["additional sessions"]})
