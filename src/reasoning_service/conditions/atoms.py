@@ -458,7 +458,7 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
         )
     planned: list[Mention] = []
     for mention in reading.mentions(names):
-        if not _on_topic(atom, reading, mention.sentence.text):
+        if not _on_topic(atom, reading, reading.semicolon_group(mention.sentence)):
             continue
         if _preceded_by(mention, other, reading):
             continue  # "APRN license": another thing of the same name

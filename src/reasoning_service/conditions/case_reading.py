@@ -918,6 +918,16 @@ class CaseReading:
             below = self._next_on_page(below)
         return " ".join(ticked) if options else None
 
+    def semicolon_group(self, sentence: Sentence) -> str:
+        """The sentence with its neighbours that only a semicolon parts from it: "vortioxetine
+        20 mg; now 14 weeks, tolerating it well." speaks of the drug throughout."""
+        clause = self._clause_of(sentence)
+        if sentence.index == 0:
+            return clause
+        before = self.sentences[sentence.index - 1]
+        same_page = (before.doc_id, before.page) == (sentence.doc_id, sentence.page)
+        return f"{before.text} {clause}" if same_page and before.text.endswith(";") else clause
+
     def _clause_of(self, sentence: Sentence) -> str:
         """The sentence, joined to the next one when only a semicolon parts them."""
         after = self._next_on_page(sentence) if sentence.text.endswith(";") else None

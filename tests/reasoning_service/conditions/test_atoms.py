@@ -1549,6 +1549,7 @@ DRUG_RESPONSE = FindingAtom(
         ("ECT switched to bitemporal for slow response.", [], N),
         ("I weighed the benefit of the treatment against its risk.", [], N),
         ("Bupropion 12 weeks with good response.", [], F),
+        ("Bupropion raised to 300 mg; now 12 weeks, good response.", [], F),  # one clause
         ("x", [{"field": "prior_tms.response", "value": True}], N),
         ("x", [{"field": "bupropion.response", "value": False}], H),
     ],
