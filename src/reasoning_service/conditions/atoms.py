@@ -178,6 +178,11 @@ def _document_wins(
     return kept
 
 
+def _decided(observations: list[_Observation]) -> list[_Observation]:
+    """The trusted observations that say the atom holds or fails."""
+    return [o for o in observations if o.trusted and o.says in (_Says.HOLDS, _Says.FAILS)]
+
+
 def _notes_over_forms(
     observations: list[_Observation], reading: CaseReading, only: _Says | None = None
 ) -> list[_Observation]:
@@ -188,7 +193,7 @@ def _notes_over_forms(
     supervised program: Y"); the notes are the record. Only when the notes agree among
     themselves do they settle it: notes that disagree are a conflict whatever the form says.
     """
-    decided = [o for o in observations if o.trusted and o.says in (_Says.HOLDS, _Says.FAILS)]
+    decided = _decided(observations)
     if len({o.says for o in decided}) < 2:
         return observations
     on_forms = [o for o in decided if reading.on_request_form(o.evidence.doc_id)]
@@ -287,7 +292,7 @@ def _denial_wins_in_text(observations: list[_Observation]) -> list[_Observation]
     program"); an affirmation in text is often loose (a history list, a plan, another sense of
     the words). With no fact to settle it, the denial stands: the answer that costs least.
     """
-    decided = [o for o in observations if o.trusted and o.says in (_Says.HOLDS, _Says.FAILS)]
+    decided = _decided(observations)
     if any(o.evidence.field for o in observations) or {o.says for o in decided} != {
         _Says.HOLDS,
         _Says.FAILS,
@@ -608,7 +613,7 @@ def _presence(view: FactView, reading: CaseReading, expires: dt.date | None) -> 
     """`fact_presence`, given the date the fact says the thing is valid through (if any)."""
     present = _value_presence(view, reading, expires)
     refusal = reading.vocabulary.fact_words.refusal
-    if present is not None and any(_ends_with(w, refusal) for w in (view.words, view.spelled)):
+    if present is not None and _named_ending(view, refusal):
         return False if present else None  # `ect.declined: true`: no ECT
     return present
 
@@ -646,7 +651,7 @@ def _valid_through(view: FactView, reading: CaseReading) -> dt.date | None:
     """The date a fact named for an expiry (`license.expires`, `lic_exp`) gives: the last day
     the thing is valid."""
     endings = reading.vocabulary.fact_words.expiry
-    if not any(_ends_with(words, endings) for words in (view.words, view.spelled)):
+    if not _named_ending(view, endings):
         return None
     value = view.fact.value
     if isinstance(value, dt.date):
@@ -688,6 +693,11 @@ def _expiries(text: str, reading: CaseReading) -> list[TimePoint]:
 def _expiry_words(words: tuple[str, ...]) -> re.Pattern[str]:
     alternatives = "|".join(re.escape(word) for word in sorted(words, key=len, reverse=True))
     return re.compile(rf"\b(?:{alternatives})\b\.?[\s:,-]*(?:on\s+)?", re.I)
+
+
+def _named_ending(view: FactView, endings: list[str]) -> bool:
+    """Whether the fact's name, as written or spelled out, ends with one of `endings`."""
+    return any(_ends_with(words, endings) for words in (view.words, view.spelled))
 
 
 def _ends_with(words: tuple[str, ...], endings: list[str]) -> bool:
@@ -1264,16 +1274,19 @@ def _elapsed(
     found: list[_Elapsed] = []
     for view in reading.facts_named(names, atom.codes):
         found.extend(_fact_elapsed(view, reading, reference, _trusted(view, min_confidence)))
-    for mention in _about(reading.mentions(names)):
+    mentions = reading.mentions(names)
+    timings = {id(m): _timing_near(m, reading, reference) for m in mentions if not m.stance.negated}
+    dated_in = {m.sentence.doc_id for m in mentions if timings.get(id(m)) is not None}
+    for mention in _about(mentions):
         sentence = mention.sentence
         if mention.stance.negated:
             found.append(
                 _Elapsed(None, sentence.evidence(), f"{mention.text!r} negated", True, None)
             )
             continue
-        timing = _timing_near(mention, reading, reference) or _dated_by_report(
-            mention, names, reading, reference
-        )
+        timing = timings[id(mention)]
+        if timing is None and sentence.doc_id not in dated_in:
+            timing = _dated_by_report(mention, names, reading, reference)
         if timing is not None:
             days, span = timing
             found.append(
@@ -1324,21 +1337,15 @@ def _dated_by_report(
 ) -> _Timing | None:
     """The date of a report whose title names the event ("Cardiac catheterization / staged
     PCI report"), for a mention in it that states the event as done and gives no date of its
-    own: such a report records the procedure on the day it is dated, unless it dates the event
-    elsewhere ("Discharge summary - NSTEMI admission" that gives "NSTEMI, 01/02/2026")."""
+    own. The caller asks only where the report dates the event nowhere ("Discharge summary -
+    NSTEMI admission" that gives "NSTEMI, 01/02/2026" dates its other mentions of it)."""
     sentence = mention.sentence
     if sentence.date is None or not mention.stance.affirmed:
         return None
     document = reading.case.document(sentence.doc_id)
     if document is None or not reading.find_in(document.title, names):
         return None
-    dated_within = any(
-        other.sentence.doc_id == sentence.doc_id
-        and _timing_near(other, reading, reference) is not None
-        for other in reading.mentions(names)
-        if not other.stance.negated
-    )
-    return None if dated_within else (float((reference - sentence.date).days), None)
+    return float((reference - sentence.date).days), None
 
 
 def _days_before(point: TimePoint, reference: dt.date, written: dt.date) -> _Timing:
