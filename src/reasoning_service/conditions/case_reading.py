@@ -1157,14 +1157,20 @@ _PATTERN_CACHE: dict[tuple[str, ...], list[re.Pattern[str]]] = {}
 _PATTERN_LOCK = threading.Lock()
 
 
+def _longest_first(regex: str) -> tuple[int, str]:
+    return -len(regex), regex
+
+
 def _patterns(names: tuple[str, ...]) -> list[re.Pattern[str]]:
     """At most two patterns for a set of names: case-insensitive, and capitals-only."""
     with _PATTERN_LOCK:
         cached = _PATTERN_CACHE.get(names)
     if cached is not None:
         return cached
-    folded = sorted({_alias_regex(n) for n in names if not _is_short_caps(n)}, key=len)[::-1]
-    exact = sorted({_alias_regex(n) for n in names if _is_short_caps(n)}, key=len)[::-1]
+    # Longest first, ties by text: a set's order changes with each process's hash seed, and
+    # the first alternative that matches names the mention in the evidence.
+    folded = sorted({_alias_regex(n) for n in names if not _is_short_caps(n)}, key=_longest_first)
+    exact = sorted({_alias_regex(n) for n in names if _is_short_caps(n)}, key=_longest_first)
     patterns = [
         re.compile(rf"{_NOT_AFTER}(?:{'|'.join(group)})(?![A-Za-z0-9])", flags)
         for group, flags in ((folded, re.IGNORECASE), (exact, 0))
