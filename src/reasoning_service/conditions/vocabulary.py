@@ -18,6 +18,8 @@ __all__ = ["ContextCue", "Vocabulary", "load_vocabulary", "normalise_words"]
 
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])")
 _NON_WORD = re.compile(r"[^0-9a-z]+")
+_FIELD_GAP = re.compile(r"\t|\s{3,}|\s\|\s")
+"""What parts the fields of a form's line ("Visit date: 04/27/2026     Provider: ...")."""
 
 
 def normalise_words(text: str) -> tuple[str, ...]:
@@ -135,13 +137,16 @@ class Vocabulary(BaseModel):
         """What a line that names a document's author says of them, from their credentials on
         ("MD, Psychiatry" of "Lena Marsh, MD, Psychiatry | seen 2026-02-11"); None when the
         line names no author."""
-        match = self._author.match(line) if self._author is not None else None
-        if match is None:
+        if self._author is None:
             return None
-        label = match.group("label")
-        if label is not None and label.strip().lower() not in self._author_labels:
-            return None
-        return match.group("role")
+        for field in _FIELD_GAP.split(line):
+            match = self._author.match(field)
+            if match is None:
+                continue
+            label = match.group("label")
+            if label is None or label.strip().lower() in self._author_labels:
+                return match.group("role")
+        return None
 
     def spelled_out(self, words: tuple[str, ...]) -> tuple[str, ...]:
         """Field-name words with abbreviations written in full (may be `words` itself)."""
@@ -173,12 +178,14 @@ def _author_pattern(credentials: list[str]) -> re.Pattern[str]:
     """A line that opens with an optional "Label:", a capitalised name of two to four words,
     a comma and a credential; the role is the rest of the line from the credential on. A
     credential that runs on into words ("Dana Ruiz, LMFT, with no change in her scores") or a
-    colon is a sentence about the clinician, not a signature."""
+    colon is a sentence about the clinician, not a signature, unless a label heads the line
+    ("Provider: Anand Kapoor, DO, psychiatry (board-cert.)")."""
     spelled = "|".join(re.escape(c) for c in sorted(credentials, key=len, reverse=True))
     return re.compile(
         r"(?:(?P<label>[A-Za-z][A-Za-z /-]{0,40}):\s*)?(?:Dr\.?\s+)?"
         r"[A-Z][\w'’.-]*(?:[ \t]+[A-Z][\w'’.-]*){1,3},[ \t]*"
-        rf"(?P<role>(?:{spelled})(?![A-Za-z])(?![,:;]?[ \t]*[a-z:]).*)"
+        rf"(?P<role>(?:{spelled})(?![A-Za-z])(?![,;]?[ \t]*:)"
+        r"(?(label)|(?![,:;]?[ \t]*[a-z])).*)"
     )
 
 

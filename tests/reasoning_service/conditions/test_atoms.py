@@ -828,6 +828,10 @@ ORDERING_AUTHOR = ORDERED_BY_SURGEON.model_copy(
         ("Order: knee MRI without contrast.\nJane Poe, MD\nBoard certified in surgery", H),
         ("Provider: Jane Poe, DO (Neurology)\nKnee MRI ordered today.", F),
         ("Signed: Jane Poe, DO - surgery clinic\nKnee MRI ordered.", H),
+        # a form's line holds several fields; a labeled one may name the specialty in lower case
+        ("Visit date: 04/27/2026     Provider: Jane Poe, MD (Surgery)\nKnee MRI ordered.", H),
+        ("Provider: Jane Poe, DO, surgery (board-cert.)\nKnee MRI ordered.", H),
+        ("Visit date: 04/27/2026     Referral source: Ann Lee, MD (Neurology)\nMRI ordered.", N),
         # another person's line, not the author's
         ("Referral source: Ann Lee, MD (Neurology)\nKnee MRI ordered.", N),
         # a sentence about a clinician is no signature
