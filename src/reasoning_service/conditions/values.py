@@ -443,12 +443,14 @@ def measured_near(
 
 _STEP = r"\s*+(?:\([^()]{0,24}\)\s*+)?(?:->|-->|→|=>|⇒|⟶)\s*+"
 _TREND = re.compile(
-    rf"(?<![\w.,/-])(?:from\s+({_NUM})\s+to\s+({_NUM})|({_NUM})((?:{_STEP}{_NUM})++))",
+    rf"(?<![\w.,/-])(?:from\s+({_NUM})\s+to\s+({_NUM})|({_NUM})%?((?:{_STEP}{_NUM}%?)++)"
+    rf"|(\d+)/(\d+){_STEP}(\d+)/\6(?!\d))",
     re.I,
 )
-"""A reported change: "21 -> 20", "20 (intake) -> 13 (wk 8) -> 8 (final)", "from 38 to 35".
-Possessive steps and nothing required after them: a chain is read once, however long (no
-page can stall the reader)."""
+"""A reported change: "21 -> 20", "20 (intake) -> 13 (wk 8) -> 8 (final)", "from 38 to 35",
+"44% -> 26%", or scores out of the same whole, "NRS 7/10 -> 3/10". Possessive steps and
+nothing required after them: a chain is read once, however long (no page can stall the
+reader)."""
 _ASIDE = re.compile(r"\([^()]{0,24}\)")
 
 
@@ -461,6 +463,8 @@ def _trends(text: str, vocabulary: Vocabulary) -> list[Measured]:
             continue  # "50->100 mg" is a titration, "3->4.5/10" a part of a whole
         if match.group(1):
             first, last = match.group(1), match.group(2)
+        elif match.group(5):
+            first, last = match.group(5), match.group(7)
         else:
             first, last = match.group(3), re.findall(_NUM, _ASIDE.sub("", match.group(4)))[-1]
         before = _number(first)

@@ -1656,6 +1656,10 @@ SCALE_BARELY_MOVED = QuantityAtom(
         ("CBT weekly, PHQ-9 22 -> 21, BDI-II 38 -> 19.", C),  # two scales disagree
         ("CBT weekly, PHQ-9 21 today.", N),  # a score is not a change
         ("CBT weekly; sertraline 50->100 mg.", N),  # a titration is not a trend
+        ("CBT weekly, pain NRS 7/10 -> 3/10.", F),  # scores out of the same whole
+        ("CBT weekly, ODI 44% -> 42%.", H),
+        ("CBT weekly, pain 3->4.5/10.", N),
+        ("CBT weekly, pain 7/10 -> 3/5.", N),
         ("Prior rTMS: PHQ-9 24 -> 12. CBT weekly, no scale.", N),  # another sentence's trend
     ],
 )
