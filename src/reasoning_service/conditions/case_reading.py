@@ -795,11 +795,24 @@ class CaseReading:
         """Spans of `names` in any text (a fact's value), by the same matching rules."""
         return [match.span() for pattern in _patterns(names) for match in pattern.finditer(text)]
 
+    def _judged_whole(self, name: str, names: frozenset[str]) -> bool:
+        """Whether the name carries its own cue, which its head alone would read as one: its
+        negation ("weight loss not sustained"), a comparison ("benefit vs risk"), or a word of
+        the alias itself that cues the rest ("return demonstration"; not a word the text put
+        between an alias's words, as "to provide" in "RT to provide mask fit and education")."""
+        if _negates_itself(name) or _COMPARISON.search(name) is not None:
+            return True
+        if " ".join(name.lower().split()) not in names:
+            return False
+        head = _head(name, 0, len(name))
+        return head != (0, len(name)) and self.context.stances(name, [head])[0] != Stance()
+
     def _find_mentions(self, names: tuple[str, ...]) -> list[Mention]:
         patterns = _patterns(names)
         if not patterns:
             return []
         mentions: list[Mention] = []
+        spelled = frozenset(" ".join(name.lower().split()) for name in names)
         for sentence in self.sentences:
             spans = sorted(
                 {m.span() for pattern in patterns for m in pattern.finditer(sentence.text)}
@@ -812,8 +825,7 @@ class CaseReading:
             unticked = self._unticked_option(sentence)
             for (start, end), by_name, by_head in zip(spans, whole, heads, strict=True):
                 name = sentence.text[start:end]
-                own_cue = _negates_itself(name) or _COMPARISON.search(name) is not None
-                stance = by_name if own_cue else by_name | by_head
+                stance = by_name if self._judged_whole(name, spelled) else by_name | by_head
                 if clause != sentence.text and _declined(clause, start, end):
                     stance = Stance(negated=True, family=stance.family)  # "ECT discussed; declined"
                 if _ZERO_ROW.fullmatch(sentence.text, end) is not None:

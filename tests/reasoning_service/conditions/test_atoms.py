@@ -465,6 +465,27 @@ def test_a_comparison_inside_a_name_is_no_doubt_about_it(read):
     assert state(weighed, case, read) is H
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Return demonstration: caregiver fit mask and started therapy - competent.", H),
+        # the cue of a word the text puts between the alias's words still counts
+        ("RT to provide mask fit and education at that visit.", F),  # only planned
+    ],
+)
+def test_a_word_of_the_alias_that_cues_the_rest_is_part_of_the_name(text, expected, read):
+    """ConText's "return" plans what follows ("return if worse"); in "return demonstration" it
+    is the name's own word."""
+    educated = FindingAtom(
+        kind="finding",
+        id="educated",
+        label="Educated in the device's use",
+        concept="device education",
+        aliases=["return demonstration", "RT education"],
+    )
+    assert state(educated, make_case(text), read) is expected
+
+
 def test_an_absence_the_record_also_calls_possible_is_in_doubt(read):
     no_stroke = STROKE.model_copy(update={"expect": "absent"})
     assert state(no_stroke, make_case("No stroke history."), read) is H
