@@ -215,7 +215,13 @@ class ContextReader:
 
         nlp = spacy.blank("en")
         ours = [
-            ConTextRule(cue.literal, cue.category, direction=cue.direction, max_scope=cue.max_scope)
+            ConTextRule(
+                cue.literal,
+                cue.category,
+                pattern=cue.pattern,
+                direction=cue.direction,
+                max_scope=cue.max_scope,
+            )
             for cue in self._vocabulary.context_rules
         ]
         replaced = {rule.literal.lower() for rule in ours}

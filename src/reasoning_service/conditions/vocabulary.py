@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -42,11 +42,16 @@ class ContextCue(BaseModel):
     ]
     """`PLANNED` is a hypothetical that also says the thing has not happened yet ("will
     schedule", "referred for"): evidence against a finding that must already have occurred."""
-    direction: Literal["FORWARD", "BACKWARD", "BIDIRECTIONAL", "TERMINATE"]
+    direction: Literal["FORWARD", "BACKWARD", "BIDIRECTIONAL", "TERMINATE", "PSEUDO"]
     """`TERMINATE` ends the scope of earlier cues of the category (and, being longer, keeps a
-    shorter cue inside it from firing: "not elsewhere classified" is not a negation)."""
+    shorter cue inside it from firing: "not elsewhere classified" is not a negation).
+    `PSEUDO` only keeps the shorter cues inside it from firing: "with pt and daughter" names
+    a companion, not whose history it is."""
     max_scope: int | None = Field(default=None, ge=1, le=50)
     """Tokens the cue reaches; the whole sentence when unset."""
+    pattern: list[dict[str, Any]] | None = Field(default=None, max_length=12)
+    """A spaCy token pattern that finds the cue instead of `literal` (which then names it):
+    one rule for "with pt and daughter", "with the patient and her husband", …"""
 
 
 class FactWords(BaseModel):

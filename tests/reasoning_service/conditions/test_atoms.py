@@ -142,6 +142,12 @@ def state(atom, case, read) -> AtomState:
         ("Reviewer: was the weakness a stroke?", N),  # a question states nothing
         ("Is this a prior stroke?", N),
         ("Q2 (reviewer): Troponin 412 - was this a stroke?", N),
+        ("Mother had a stroke at 60.", N),
+        # a relative who keeps the patient company, or tells of them, is not whose history it is
+        ("Reviewed with pt and daughter the stroke in 2019.", H),
+        ("Seen accompanied by his wife for follow-up of a stroke in 2019.", H),
+        ("Denies headache, wife reports a stroke in 2019.", H),  # the report ends the denial
+        ("Per daughter, he had a stroke in 2019.", H),
     ],
 )
 def test_a_finding_reads_negation_family_history_and_hypotheticals(text, expected, read):
