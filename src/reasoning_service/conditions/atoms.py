@@ -587,15 +587,16 @@ def _quote_silent_on(view: FactView, reading: CaseReading, names: tuple[str, ...
 
 
 def _planned(mention: Mention, reading: CaseReading) -> bool:
-    """A mention ConText reads as still to come, or dated after the case's `as_of` in its own
-    sentence, is something planned (a denial or a relative's never is); a date the thing is
-    valid through ("exp 06/30/2027") plans nothing."""
+    """A mention ConText reads as still to come, dated after the case's `as_of` in its own
+    sentence, or in a document that records something still to come ("Status: SCHEDULED"), is
+    something planned (a denial or a relative's never is); a date the thing is valid through
+    ("exp 06/30/2027") plans nothing."""
     stance = mention.stance
     if stance.negated or stance.family:
         return False
-    if stance.planned:
-        return True
     sentence = mention.sentence
+    if stance.planned or reading.scheduled(sentence.doc_id):
+        return True
     written = sentence.date or reading.as_of
     validity = {point.start for point in _expiries(sentence.text, reading)}
     return any(

@@ -199,6 +199,10 @@ class ContextReader:
             OrderedDict()
         )
 
+    def plans(self, value: str) -> bool:
+        """Whether a form's value is a plan ("scheduled 03/12/2026", "to be done")."""
+        return self._plans.match(value) is not None
+
     @cached_property
     def _plans(self) -> re.Pattern[str]:
         """A form value that is a plan ("[x] scheduled 03/12/2026"), by the vocabulary's cues."""
@@ -701,6 +705,7 @@ class CaseReading:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _by_page: dict[tuple[str, int], list[Sentence]] = field(default_factory=dict)
     _request_forms: frozenset[str] = frozenset()
+    _scheduled: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         for sentence in self.sentences:
@@ -709,6 +714,20 @@ class CaseReading:
         self._request_forms = frozenset(
             d.doc_id for d in self.case.documents if self.find_in(d.title, kinds)
         )
+        self._scheduled = frozenset(
+            d.doc_id
+            for d in self.case.documents
+            if any(
+                self.context.plans(match.group(1))
+                for page in d.pages
+                for match in _STATUS_LINE.finditer(page)
+            )
+        )
+
+    def scheduled(self, doc_id: str) -> bool:
+        """Whether a document records something still to come as a whole: an appointment or
+        order whose status is a plan ("Status: SCHEDULED")."""
+        return doc_id in self._scheduled
 
     def on_request_form(self, doc_id: str | None) -> bool:
         """Whether a document is a request form (its title names a form kind): the requester's
@@ -1027,6 +1046,11 @@ its cause, its time, another person, a change of its state ("Pain related to pri
 [x] no" has pain; "Stroke within 6 months? Y/N: N" may have an older stroke; "License
 suspended? [x] no" has a license). Without them, the question's words only finish naming it
 ("Life-limiting non-cardiac illness?  Y/N: N") and its "no" denies it."""
+_STATUS_LINE = re.compile(
+    r"^[ \t]*(?:(?:appointment|appt\.?|visit|order|referral|request)[ \t]+)?status[ \t]*:(.*)$",
+    re.I | re.M,
+)
+"""A form's line that gives the status of what the whole document records."""
 _FIELD = re.compile(r"[A-Za-z][^:\n]{0,60}:(?!\d)")
 """A line that opens with a "Label:" of its own."""
 

@@ -275,6 +275,13 @@ def _unit_after(text: str, position: int, vocabulary: Vocabulary) -> tuple[str |
     return None, position
 
 
+_MONTH_DAY = re.compile(
+    r"(?<![\w/.])(?:0[1-9]/(?:[0-2]?\d|3[01])|(?:1[0-2]|[1-9])/0[1-9])(?![\w/]|\.\d)"
+)
+"""A day of a month without its year, told from a fraction by its zero ("records requested
+02/17", "seen 3/05"): no count."""
+
+
 def parse_measured(
     text: str,
     vocabulary: Vocabulary,
@@ -294,6 +301,7 @@ def parse_measured(
     found: list[Measured] = []
     dates = find_dates(text, None)
     covered = [(point.start, point.end) for point in dates]
+    covered += [match.span() for match in _MONTH_DAY.finditer(text)]
     if periods:
         found += _periods(text, dates)
         if today is not None:

@@ -492,6 +492,17 @@ def test_a_word_of_the_alias_that_cues_the_rest_is_part_of_the_name(text, expect
     assert state(educated, make_case(text), read) is expected
 
 
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [("SCHEDULED", N), ("Booked", N), ("to be scheduled", N), ("Completed", H), ("Seen", H)],
+)
+def test_an_appointment_still_to_come_records_no_finding(status, expected, read):
+    """The reason for a booked visit says what it is for, not that it happened."""
+    appointment = f"Appt date/time: 03/09/2026 09:40\nReason: stroke clinic\nStatus: {status}"
+    case = make_case(appointment)
+    assert state(STROKE, case, read) is expected
+
+
 def test_an_absence_the_record_also_calls_possible_is_in_doubt(read):
     no_stroke = STROKE.model_copy(update={"expect": "absent"})
     assert state(no_stroke, make_case("No stroke history."), read) is H
@@ -1379,6 +1390,19 @@ REQUESTED_VISITS = QuantityAtom(
 def test_a_field_name_binds_with_its_abbreviations_written_out_in_any_order(field, expected, read):
     case = make_case("Plan of care.", facts=[{"field": field, "value": 16}])
     assert state(REQUESTED_VISITS, case, read) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Outside records requested 02/17.", N),  # a day of a month
+        ("Outside records requested 3/05.", N),
+        ("Visits requested 16 on 02/17.", F),
+    ],
+)
+def test_a_day_of_a_month_without_its_year_is_no_count(text, expected, read):
+    requested = REQUESTED_VISITS.model_copy(update={"aliases": ["requested"]})
+    assert state(requested, make_case(text), read) is expected
 
 
 @pytest.mark.parametrize(
