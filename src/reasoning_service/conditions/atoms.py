@@ -1442,6 +1442,8 @@ def _fact_elapsed(
         return [] if value else [_Elapsed(None, evidence, note, trusted, view.date)]
     if isinstance(value, dt.date):
         return [_Elapsed(float((reference - value).days), evidence, note, trusted, view.date)]
+    if _calendar_year(value, reference):
+        value = str(int(value))  # `pci.last_year`: 2017 is a year, not 2017 years
     if isinstance(value, str):
         if fact_presence(view, reading) is False:
             return [_Elapsed(None, evidence, note, trusted, view.date)]
@@ -1464,6 +1466,19 @@ def _fact_elapsed(
             elapsed = days + (reference - written).days
             return [_Elapsed(elapsed, evidence, note, trusted, view.date)]
     return []
+
+
+def _calendar_year(value: object, reference: dt.date) -> bool:
+    """Whether a fact's number is a year of the calendar: no duration runs for centuries."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and float(value).is_integer()
+        and _FIRST_YEAR <= value <= reference.year + 1
+    )
+
+
+_FIRST_YEAR = 1900
 
 
 def _unit_from_words(words: tuple[str, ...]) -> str | None:

@@ -694,6 +694,13 @@ def test_a_date_after_the_events_own_phrase_is_the_events(text, read):
     assert state(PCI_3_MONTHS, make_case(text, doc_date="2026-03-01"), read) is H
 
 
+@pytest.mark.parametrize(("year", "expected"), [(2026, H), (2017, F)])
+def test_a_facts_number_that_is_a_calendar_year_dates_the_event(year, expected, read):
+    """`pci.last_year` = 2017 is a year, not a duration of 2017 years."""
+    case = make_case("Cardiology note.", facts=[{"field": "pci.last_year", "value": year}])
+    assert state(PCI_3_MONTHS, case, read) is expected
+
+
 def test_notes_overrule_a_request_form_that_denies_a_dated_event(read):
     case = two_documents("Prior authorization request", "Prior PCI: none", "PCI on 2026-01-10.")
     assert state(PCI_3_MONTHS, case, read) is H
