@@ -541,20 +541,21 @@ def _trailing_box(text: str, line_start: int, start: int) -> str | None:
     if not options or _BOX.match(options) or not _BOX_AT_END.search(options):
         return None
     if _ADJACENT_BOXES.search(options):
-        return None  # "Currently receiving ECT   [ ] [X]": boxes under a Y/N header
+        return None  # "Currently receiving ECT   [ ] [X]" (or "| [ ] | [X]"): under a Y/N header
     box = _BOX.search(text, start, line_end)
     if (
         box is None
         or box.start() - start > _OPTION_REACH
-        or _ASKED_BEFORE.search(text, start, box.start())
+        or _ASKED_BEFORE.search(text[start : box.start()])
     ):
         return None  # a label's or a question's boxes answer it: "Prior MI?  Y [ ]  N [x]"
     return box.group()
 
 
 _BOX_AT_END = re.compile(rf"(?:{_BOX.pattern})$")
-_ASKED_BEFORE = re.compile(r"[:?]")
-_ADJACENT_BOXES = re.compile(rf"(?:{_BOX.pattern})[^\S\n]*(?:{_BOX.pattern})")
+_ASKED_BEFORE = re.compile(r"[:?]|(?<!\S)(?:Y|Yes)[^\S\n]*$")
+"""A label, a question, or the "Y" of a yes/no pair before a box: the boxes answer the name."""
+_ADJACENT_BOXES = re.compile(rf"(?:{_BOX.pattern})[^\S\n]*\|?[^\S\n]*(?:{_BOX.pattern})")
 
 
 def _declined(text: str, start: int, end: int) -> bool:
@@ -666,7 +667,17 @@ def _answer_mark(text: str, end: int) -> int:
     question = text.find("?", end)
     if question >= 0 and (colon < 0 or question < colon) and _BOX_AHEAD.match(text, question + 1):
         return question
+    pair = _YES_NO_BOXES.match(text, end)
+    if pair is not None:
+        return pair.end() - 1  # "Prior spine surgery  Y [ ]  N [x]": the pair answers it
     return colon
+
+
+_YES_NO_BOXES = re.compile(
+    r"(?:[^\S\n]*\.{2,})?[^\S\n]+(?=(?:Y|Yes|YES)[^\S\n]*"
+    rf"(?:{_BOX.pattern})[^\S\n]*(?:N|No|NO)[^\S\n]*(?:{_BOX.pattern}))"
+)
+"""Space (or a dot leader) before a yes/no pair of boxes that answers the name before it."""
 
 
 def _next_label(text: str, end: int) -> int:

@@ -129,6 +129,13 @@ def state(atom, case, read) -> AtomState:
         ("Prior stroke:\n  [ ] Yes\n  [x] No", F),  # the ticked option under the label answers
         ("Prior stroke:\n  [x] Yes\n  [ ] No", H),
         ("Prior stroke                 [ ] [X]", F),  # boxes under a "Y N" header
+        ("Question | Y | N\nPrior stroke | [ ] | [x]", F),  # boxes in a table's cells
+        ("Question | Y | N\nPrior stroke | [x] | [ ]", H),
+        ("Prior stroke  Y [ ]  N [x]", F),  # a yes/no pair answers the name
+        ("Prior stroke  Y [x]  N [ ]", H),
+        ("Prior stroke  Y [ ]  N [ ]", N),
+        ("Prior stroke ............ Y [ ]  N [ ]", N),
+        ("Prior stroke ............ Y [ ]  N [x]", F),
         ("Prior stroke                 [X] [ ]", H),
         ("Diagnosis: old stroke    Seizures: none", H),  # "none" answers the next field
         ("Stroke zone on the monitor set at 3 h.", N),  # a setting, not an event
