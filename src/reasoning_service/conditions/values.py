@@ -140,10 +140,12 @@ _RATE_AT = re.compile(rf"(?<![\w.])(?:{_RATE})", re.I)
 """A frequency ("2x/week", "twice weekly", "3 visits per week", "once a month"): a number of
 times per week or month, never a count by itself."""
 _LENGTH = re.compile(
-    rf"\s*,?\s*(?:x|×|for|over)\s*(?:the\s+next\s+)?(?P<m>\d+|{_WORD_NUMBER})\s*"
-    r"(?P<span>week|wk|month|mo)s?\b",
+    r"\s*(?:,?\s*(?:x|×|for|over)|,|;?\s+duration\s*:?)\s*"
+    rf"(?:the\s+next\s+)?(?P<m>\d+|{_WORD_NUMBER})\s*(?P<span>week|wk|month|mo)s?\b",
     re.I,
 )
+"""How long a frequency runs: "x 8 wks", "for 12 weeks", ", 12 weeks", a form's "Frequency: 2 x
+per week   Duration: 12 weeks"."""
 _THEN = re.compile(r"\s*[,;]?\s*(?:and\s+)?(?:then|followed\s+by)\s*", re.I)
 _WEEKS_PER_MONTH = 52 / 12
 _FEET_INCHES = re.compile(

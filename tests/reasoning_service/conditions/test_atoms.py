@@ -1474,6 +1474,9 @@ def test_a_count_follows_its_whole_name_and_a_qualifier_of_time(text, read):
         ("2 per week", N),  # a frequency alone counts nothing
         ("1x/wk x 2 months", H),  # about 8.7, far from 12
         ("97814 - 2x/week x 6 weeks", N),  # a code and a frequency are no range 2-97814
+        ("2 x per week, 12 weeks", F),  # 24
+        ("2 x per week   Duration: 12 weeks", F),  # a form's two fields
+        ("2x/week, pain better", N),
     ],
 )
 def test_a_schedule_counts_its_frequency_times_its_length(schedule, expected, read):
