@@ -638,10 +638,16 @@ def _column_answer(text: str, end: int) -> str | None:
     if marked is not None:
         return marked
     cells = [_COLUMN_CELLS.get(part.strip().lower()) for part in parts[1:]]
+    if cells[0] and all(_COMMENT_CELL.search(part) for part in parts[2:]):
+        return cells[0]  # "Set-up / teaching done     N     Appt booked 03/09/2026"
     answers = {cell for cell in cells if cell}
     if None in cells or len(answers) != 1:
         return None
     return answers.pop()
+
+
+_COMMENT_CELL = re.compile(r"[A-Za-z]{3}")
+"""A cell of words after a row's answer: a comment on it, not another column's answer."""
 
 
 def _marked_column(cells: list[str]) -> str | None:

@@ -136,6 +136,8 @@ def state(atom, case, read) -> AtomState:
         ("Prior stroke  Y [ ]  N [ ]", N),
         ("Prior stroke ............ Y [ ]  N [ ]", N),
         ("Prior stroke ............ Y [ ]  N [x]", F),
+        ("Prior stroke          N     reviewed with neurology", F),  # a comment after the answer
+        ("Prior stroke          Y     left MCA, 2019", H),
         ("Prior stroke                 [X] [ ]", H),
         ("Diagnosis: old stroke    Seizures: none", H),  # "none" answers the next field
         ("Stroke zone on the monitor set at 3 h.", N),  # a setting, not an event
