@@ -1730,6 +1730,8 @@ SCALE_BARELY_MOVED = QuantityAtom(
         ("CBT weekly, ODI 44% -> 42%.", H),
         ("CBT weekly, pain 3->4.5/10.", N),
         ("CBT weekly, pain 7/10 -> 3/5.", N),
+        ("CBT weekly, PHQ-9 today 12, down from 24 at intake.", F),
+        ("CBT weekly, PHQ-9 today 20 percent up from 18.", H),
         ("Prior rTMS: PHQ-9 24 -> 12. CBT weekly, no scale.", N),  # another sentence's trend
     ],
 )
