@@ -483,7 +483,30 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
             says = absent_says if mention.stance.negated else present_says
         observations.append(_said_in(mention, says))
     observations += _denials(atom, reading, min_confidence, absent_says)
+    observations += _unlisted(atom, names, reading, absent_says)
     return observations + _only_planned(atom, planned, observations)
+
+
+def _unlisted(
+    atom: FindingAtom, names: tuple[str, ...], reading: CaseReading, absent_says: _Says
+) -> list[_Observation]:
+    """Absence read from a list that leaves the finding out (`listed_in`): "PSH: tonsillectomy
+    as a child" names a surgery, and no spine surgery."""
+    if not atom.listed_in:
+        return []
+    observations = []
+    for mention in _about(reading.mentions(tuple(atom.listed_in))):
+        if mention.stance.negated or mention.stance.hypothetical:
+            continue  # "PSH: none" is a denial (`denied_by`), "PSH: ?" no list
+        listing = _LISTING.match(reading.line_from(mention.sentence), mention.end)
+        if listing is None or reading.find_in(listing.group(1), names):
+            continue
+        observations.append(_said_in(mention, absent_says, "not among those listed"))
+    return observations
+
+
+_LISTING = re.compile(r"[^\S\n]*(?:\([^()\n]{0,20}\))?[^\S\n]*:[^\S\n]*([^\s_?].*)")
+"""A heading's list: what its colon opens on the same line ("PSH: tonsillectomy")."""
 
 
 def _only_planned(

@@ -218,6 +218,10 @@ class FindingAtom(_AtomBase, _OtherNamed):
     """Broader names whose denial covers this finding ("no surgical history", "no
     obesity-related comorbidities"): a negated mention or a false fact counts as absence. Their
     affirmation says nothing: a surgical history is not a spine surgery."""
+    listed_in: list[str] = Field(default_factory=list, max_length=50)
+    """Headings of a list a record gives whole ("PSH:", "Past surgical history:"): a list
+    under one that names other things and not this finding shows it absent ("PSH:
+    tonsillectomy as a child" has no spine surgery). For findings a clinician always lists."""
     topic: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
         default_factory=list, max_length=200
     )

@@ -512,6 +512,32 @@ def test_an_appointment_still_to_come_records_no_finding(status, expected, read)
     assert state(STROKE, case, read) is expected
 
 
+NO_SPINE_SURGERY = FindingAtom(
+    kind="finding",
+    id="no_spine_surgery",
+    label="No spine surgery",
+    concept="spine surgery",
+    aliases=["lumbar fusion", "microdiscectomy"],
+    expect="absent",
+    listed_in=["PSH", "past surgical history"],
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("PSH: tonsillectomy as a child.", H),  # a list that leaves it out
+        ("Past surgical history: cholecystectomy (2019), cataract.", H),
+        ("PSH: L4-5 microdiscectomy 2019, appendectomy.", F),
+        ("PSH: cholecystectomy. Lumbar fusion 2015 per ortho.", F),  # named on the same line
+        ("PSH: ________", N),  # an empty list says nothing
+        ("PSH reviewed with the patient.", N),  # no list
+    ],
+)
+def test_a_list_that_leaves_a_finding_out_shows_it_absent(text, expected, read):
+    assert state(NO_SPINE_SURGERY, make_case(text), read) is expected
+
+
 def test_an_absence_the_record_also_calls_possible_is_in_doubt(read):
     no_stroke = STROKE.model_copy(update={"expect": "absent"})
     assert state(no_stroke, make_case("No stroke history."), read) is H
