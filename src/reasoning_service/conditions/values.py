@@ -460,9 +460,8 @@ _TREND = re.compile(
 )
 """A reported change: "21 -> 20", "20 (intake) -> 13 (wk 8) -> 8 (final)", "from 38 to 35",
 "44% -> 26%", "26 percent, down from 44", or scores out of the same whole, "NRS 7/10 -> 3/10".
-Possessive steps and
-nothing required after them: a chain is read once, however long (no page can stall the
-reader)."""
+Possessive steps and nothing required after them: a chain is read once, however long (no page
+can stall the reader)."""
 _ASIDE = re.compile(r"\([^()]{0,24}\)")
 
 
