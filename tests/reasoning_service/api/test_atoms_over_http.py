@@ -16,7 +16,8 @@ from reasoning_service.testing.scripted_llm import tool_call
 from reasoning_service.testing.scripted_server import ScriptedServer, http_error
 
 CRITERIA = ["NCD-240.4/C4", "NCD-240.4/C5"]
-"""C4: two findings (ordered by the treating physician, supervised); C5: AHI ≥ 15, a quantity."""
+"""C4: two findings (ordered by the treating physician, supervised) and the order's date before
+the test's, which code decides when nothing dates them; C5: AHI ≥ 15, a quantity."""
 
 
 def atom_settings(db_path: Path, base_url: str) -> Settings:
@@ -70,7 +71,11 @@ def test_only_undecided_atoms_are_asked_and_answers_are_verified(tmp_path, cpap_
     by_id = {r.criterion_id: r for r in result.results}
     c4, c5 = by_id["NCD-240.4/C4"], by_id["NCD-240.4/C5"]
     assert c4.status is CriterionStatus.MET and c5.status is CriterionStatus.MET
-    assert [a.decided_by for a in c4.atoms] == ["model", "model"]
+    assert {a.atom_id: a.decided_by for a in c4.atoms} == {
+        "ordered_by_treating_physician": "model",
+        "order_before_test": "code",  # no dates to check: the order taken as kept
+        "physician_supervision": "model",
+    }
     assert c5.atoms and all(a.decided_by == "code" for a in c5.atoms)  # AHI: code decides
     assert all(e.char_start is not None for a in c4.atoms for e in a.evidence if e.doc_id)
     assert c4.prompt_id == "atoms-v1" and c4.provider == "openai" and c4.model == "test-model"
