@@ -574,10 +574,12 @@ def test_an_aside_after_a_name_qualifies_it_and_the_value_follows(text, expected
     assert state(ahi_4_percent, make_case(text), read) is expected
 
 
-def test_a_request_form_restating_a_value_is_not_its_latest_measurement(read):
-    """A form is dated the day it is filled in, not the day its number was measured."""
+@pytest.mark.parametrize("form", ["Prior authorization request", "Letter of medical necessity"])
+def test_a_request_form_restating_a_value_is_not_its_latest_measurement(form, read):
+    """A form, or the requester's letter, is dated the day it is written, not the day its number
+    was measured."""
     latest_bmi = BMI.model_copy(update={"select": "latest"})
-    case = two_documents("Prior authorization request", "BMI: 35.2", "Wt 87.9 kg. BMI 33.6.")
+    case = two_documents(form, "BMI: 35.2", "Wt 87.9 kg. BMI 33.6.")
     assert state(latest_bmi, case, read) is F
     assert state(BMI, case, read) is F  # and the notes overrule it
 
