@@ -292,11 +292,8 @@ def _denial_wins_in_text(observations: list[_Observation]) -> list[_Observation]
     program"); an affirmation in text is often loose (a history list, a plan, another sense of
     the words). With no fact to settle it, the denial stands: the answer that costs least.
     """
-    decided = _decided(observations)
-    if any(o.evidence.field for o in observations) or {o.says for o in decided} != {
-        _Says.HOLDS,
-        _Says.FAILS,
-    }:
+    both_ways = {o.says for o in _decided(observations)} == {_Says.HOLDS, _Says.FAILS}
+    if not both_ways or any(o.evidence.field for o in observations):
         return observations
     return [o for o in observations if o.says is not _Says.HOLDS]
 
