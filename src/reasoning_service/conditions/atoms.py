@@ -414,7 +414,9 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
     named = [
         v
         for v in reading.facts_named(names, atom.codes)
-        if _on_topic(atom, reading, v) and not _named_other(v, other, reading)
+        if _on_topic(atom, reading, v)
+        and not _named_other(v, other, reading)
+        and not _of_excepted_kind(v, names, tuple(atom.excepts), reading)
     ]
     for view in named:
         expires = _valid_through(view, reading)
@@ -442,6 +444,8 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
             continue
         text, spans = _naming_value(view, names, reading)
         if not spans or not _on_topic(atom, reading, view):
+            continue
+        if _of_excepted_kind(view, names, tuple(atom.excepts), reading):
             continue
         if _stands_before(text, spans[0][0], other, reading):
             continue
@@ -1087,6 +1091,25 @@ def _qualified(mention: Mention, words: tuple[str, ...], reading: CaseReading) -
     for start, end in reading.find_in(title, tuple(reading.vocabulary.form_kinds)):
         title = title[:start] + " " * (end - start) + title[end:]
     return _preceded_by(mention, words, reading) or bool(reading.find_in(title, words))
+
+
+def _of_excepted_kind(
+    view: FactView, names: tuple[str, ...], excepts: tuple[str, ...], reading: CaseReading
+) -> bool:
+    """Whether the fact speaks only of a kind the finding leaves out: its value or quote names
+    one ("single febrile seizure at 18 months") and, that kind's words set aside, no alias."""
+    if not excepts:
+        return False
+    value = view.fact.value
+    texts = [value if isinstance(value, str) else "", view.quote]
+    excepted = False
+    for text in texts:
+        for start, end in reading.find_in(text, excepts):
+            text = text[:start] + " " * (end - start) + text[end:]
+            excepted = True
+        if reading.find_in(text, names):
+            return False
+    return excepted
 
 
 def _named_other(view: FactView, words: tuple[str, ...], reading: CaseReading) -> bool:

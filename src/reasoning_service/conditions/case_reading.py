@@ -288,6 +288,9 @@ class ContextReader:
 
     def _form_stance(self, text: str, start: int, end: int) -> Stance:
         """What a form line says about a name: its value ("X: denies") or its unchecked box."""
+        leading = _leading_pair_answer(text, start)
+        if leading is not None:
+            return Stance(negated=leading == "no", hypothetical=leading == "unanswered")
         if unchecked(text, start):
             return Stance(hypothetical=True)
         if _in_deferred_value(text, start):
@@ -299,6 +302,7 @@ class ContextReader:
             return Stance(negated=column == "no")
         colon = _answer_mark(text, end)
         between = _ABBREVIATED.sub(" ", _LEADER.sub(" ", text[end:colon]))
+        between = _ASIDE.sub(" ", between)
         if colon < 0 or colon - end > 60 or ":" in text[start:end] or "." in between:
             return Stance()
         field = _NEXT_FIELD.search(text, end, colon + 1)
@@ -308,7 +312,7 @@ class ContextReader:
         if value is None or value_defers(value):
             return Stance(hypothetical=True, planned=bool(value and self._plans.match(value)))
         question = between.split("?")[0] if "?" in text[end : colon + 1] else None
-        if question is not None and _ASKS_OF_ANOTHER.search(question):
+        if question is not None and _ASKS_OF_ANOTHER.search(_LIST_GOES_ON.sub(" ", question)):
             return Stance()  # "Pain related to prior surgery? [x] no" denies the relation
         negates = self._value_negates(value)
         return Stance(negated=negates == "name")
@@ -523,6 +527,28 @@ def unchecked(text: str, start: int) -> bool:
         return False
     box = boxes[-1]
     return ":" not in text[box.end() : start] and _CHECKED.fullmatch(box.group()) is None
+
+
+_LEADING_PAIR = re.compile(
+    rf"[^\S\n]*(?:({_BOX.pattern})[^\S\n]*(?:Y|Yes)[^\S\n]*({_BOX.pattern})[^\S\n]*(?:N|No)"
+    rf"|(?:Y|Yes)[^\S\n]*({_BOX.pattern})[^\S\n]*(?:N|No)[^\S\n]*({_BOX.pattern}))[^\S\n]+",
+    re.I,
+)
+"""A yes/no pair of boxes that opens a checklist's row: "[ ] Y [x] N  Seizure / epilepsy"."""
+
+
+def _leading_pair_answer(text: str, start: int) -> str | None:
+    """The answer a yes/no pair of boxes at the head of the row gives the name on it ("yes",
+    "no" or "unanswered"); None on any other line or when a label or box stands between."""
+    line_start = text.rfind("\n", 0, start) + 1
+    pair = _LEADING_PAIR.match(text, line_start)
+    if pair is None or pair.end() > start or start - pair.end() > _OPTION_REACH:
+        return None
+    if ":" in text[pair.end() : start] or _BOX.search(text, pair.end(), start):
+        return None
+    yes, no = (box for box in pair.groups() if box is not None)
+    ticked = (_CHECKED.fullmatch(yes) is not None, _CHECKED.fullmatch(no) is not None)
+    return {(True, False): "yes", (False, True): "no", (False, False): "unanswered"}.get(ticked)
 
 
 def _unanswered_question(text: str) -> bool:
@@ -1063,6 +1089,14 @@ its cause, its time, another person, a change of its state ("Pain related to pri
 [x] no" has pain; "Stroke within 6 months? Y/N: N" may have an older stroke; "License
 suspended? [x] no" has a license). Without them, the question's words only finish naming it
 ("Life-limiting non-cardiac illness?  Y/N: N") and its "no" denies it."""
+_LIST_GOES_ON = re.compile(
+    r"(?:,|\bor\b|\band\b|/)[^\S\n]*(?:any[^\S\n]+)?(?:other|another)\b", re.I
+)
+"""A list the name opens, not another thing: "Hallucinations, delusions or other psychotic
+symptoms?  [x] no" asks of each, and its "no" denies each."""
+_ASIDE = re.compile(r"\([^()\n]{0,40}\)")
+"""A short parenthesis between a form's label and its answer ("Psychosis (current ep.):"),
+whose abbreviation dots end no sentence."""
 _STATUS_LINE = re.compile(
     r"^[ \t]*(?:(?:appointment|appt\.?|visit|order|referral|request)[ \t]+)?status[ \t]*:(.*)$",
     re.I | re.M,

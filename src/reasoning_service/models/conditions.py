@@ -222,6 +222,12 @@ class FindingAtom(_AtomBase, _OtherNamed):
     """Headings of a list a record gives whole ("PSH:", "Past surgical history:"): a list
     under one that names other things and not this finding shows it absent ("PSH:
     tonsillectomy as a child" has no spine surgery). For findings a clinician always lists."""
+    excepts: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        default_factory=list, max_length=50
+    )
+    """Kinds the finding leaves out, by name (`febrile seizure` of "seizures other than isolated
+    febrile seizures", `single concussion` of "repetitive or severe head trauma"): a fact whose
+    value or quote names one of them and no alias besides is about that kind, not the finding."""
     topic: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
         default_factory=list, max_length=200
     )

@@ -139,6 +139,13 @@ def state(atom, case, read) -> AtomState:
         ("Prior stroke          N     reviewed with neurology", F),  # a comment after the answer
         ("Prior stroke          Y     left MCA, 2019", H),
         ("Prior stroke                 [X] [ ]", H),
+        ("[ ] Y [x] N  Prior stroke / TIA", F),  # a yes/no pair that opens the row
+        ("[x] Y [ ] N  Prior stroke / TIA", H),
+        ("Y [ ] N [x]  Prior stroke / TIA", F),
+        ("[ ] Y [ ] N  Prior stroke / TIA", N),
+        ("Prior stroke, TIA or other cerebrovascular event?  [ ] yes [x] no", F),  # a list
+        ("TIA, prior stroke or other event?  [ ] yes [x] no", F),
+        ("Prior stroke (last 5 yrs.):    [ ] yes  [x] no", F),  # dots inside the parenthesis
         ("Diagnosis: old stroke    Seizures: none", H),  # "none" answers the next field
         ("Stroke zone on the monitor set at 3 h.", N),  # a setting, not an event
         ("Right-sided weakness: ?stroke, MRI ordered.", C),  # "?" asks, it does not find
@@ -152,6 +159,11 @@ def state(atom, case, read) -> AtomState:
         ("Is this a prior stroke?", N),
         ("Q2 (reviewer): Troponin 412 - was this a stroke?", N),
         ("Mother had a stroke at 60.", N),
+        ("Stroke is mother's, not pt's.", N),  # a relative named after the finding
+        ("Stroke (father).", N),
+        ("Stroke - maternal aunt", N),
+        ("Stroke in her brother at 50.", N),
+        ("Stroke in 2019, witnessed by her mother.", H),  # a witness, not whose stroke
         # a relative who keeps the patient company, or tells of them, is not whose history it is
         ("Reviewed with pt and daughter the stroke in 2019.", H),
         ("Seen accompanied by his wife for follow-up of a stroke in 2019.", H),
@@ -622,6 +634,32 @@ def test_a_fact_taken_from_a_relatives_history_is_set_aside(read):
         facts=[quoted_fact("history.stroke", True, "father had a stroke at 71")],
     )
     assert state(STROKE, case, read) is N
+
+
+SEIZURES_BUT_FEBRILE = FindingAtom(
+    kind="finding",
+    id="seizures",
+    label="History of seizures other than an isolated febrile seizure",
+    concept="seizure history",
+    aliases=["epilepsy", "seizure disorder"],
+    excepts=["febrile seizure", "single event"],
+)
+
+
+@pytest.mark.parametrize(
+    ("fact", "expected"),
+    [
+        (quoted_fact("hx.seizure", True, "Single febrile seizure at 18 months"), N),
+        (quoted_fact("seizure_history", "febrile seizure at 18 mo, no recurrence", ""), N),
+        (quoted_fact("seizure_history", "one seizure, a single event", ""), N),
+        # the excepted kind and the finding itself: the finding stands
+        (quoted_fact("hx.seizure", True, "Febrile seizure at 2; epilepsy since 2015"), H),
+        (quoted_fact("seizure_history", "febrile seizure, later epilepsy", ""), H),
+        (quoted_fact("seizure_history", "grand mal 2019", ""), H),
+    ],
+)
+def test_a_fact_of_a_kind_the_finding_leaves_out_is_not_the_finding(fact, expected, read):
+    assert state(SEIZURES_BUT_FEBRILE, make_case("Seen today.", facts=[fact]), read) is expected
 
 
 def test_a_true_fact_whose_quote_never_names_the_finding_is_no_evidence(read):
