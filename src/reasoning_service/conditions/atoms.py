@@ -500,7 +500,9 @@ def _unlisted(
         if mention.stance.negated or mention.stance.hypothetical:
             continue  # "PSH: none" is a denial (`denied_by`), "PSH: ?" no list
         listing = _LISTING.match(reading.line_from(mention.sentence), mention.end)
-        if listing is None or reading.find_in(listing.group(1), names):
+        if listing is None or _NOT_A_LIST.search(listing.group(1)):
+            continue
+        if reading.find_in(listing.group(1), names):
             continue
         observations.append(_said_in(mention, absent_says, "not among those listed"))
     return observations
@@ -508,6 +510,14 @@ def _unlisted(
 
 _LISTING = re.compile(r"[^\S\n]*(?:\([^()\n]{0,20}\))?[^\S\n]*:[^\S\n]*([^\s_?].*)")
 """A heading's list: what its colon opens on the same line ("PSH: tonsillectomy")."""
+_NOT_A_LIST = re.compile(
+    r"\b(?:see|refer(?:s|red)?\s+to|per|as\s+(?:above|below|before|noted|documented)|on\s+file"
+    r"|in\s+(?:the\s+)?(?:chart|EHR|EMR|record)|reviewed|unchanged|non-?contributory"
+    r"|unknown|unable|deferred|pending|not\s+(?:obtained|available|reviewed))\b",
+    re.I,
+)
+"""A heading's value that points elsewhere or only says it was looked at ("PMH: reviewed, see
+EHR problem list"): it lists nothing, so it leaves nothing out."""
 
 
 def _only_planned(

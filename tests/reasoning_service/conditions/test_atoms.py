@@ -544,6 +544,9 @@ NO_SPINE_SURGERY = FindingAtom(
         ("PSH: cholecystectomy. Lumbar fusion 2015 per ortho.", F),  # named on the same line
         ("PSH: ________", N),  # an empty list says nothing
         ("PSH reviewed with the patient.", N),  # no list
+        ("PSH: reviewed, see EHR problem list.", N),  # a pointer elsewhere lists nothing
+        ("Past surgical history: per prior notes.", N),
+        ("PSH: noncontributory", N),
     ],
 )
 def test_a_list_that_leaves_a_finding_out_shows_it_absent(text, expected, read):
