@@ -1474,11 +1474,19 @@ def _date_of(mention: Mention, date_start: int) -> bool:
     if mention.start < word_end <= mention.end:
         return True
     word_start = word_end - len(lead.group(1))
+    if _CHANGED_SINCE.search(text, max(0, word_start - 30), word_end):
+        return False
     if word_start >= mention.end and _SAME_PHRASE.fullmatch(text, mention.end, word_start):
         return True
     return lead.group(1).lower().rstrip("-") in _DATE_LINKS
 
 
+_CHANGED_SINCE = re.compile(
+    r"\b(?:worse|worsened|worsening|better|improved|improving|increased|increasing|decreased"
+    r"|flared|flaring|escalated|intensified|changed)(?:[^\S\n]+\w+){0,2}[^\S\n]+since$",
+    re.I,
+)
+"""A "since" that dates a change of the thing ("a little worse since Feb"), not its onset."""
 _SAME_PHRASE = re.compile(
     r"(?:[^\S\n]+(?!(?:and|or|with|then|plus|but)\b)[\w/-]+){0,2}[^\S\n]+", re.I
 )

@@ -65,7 +65,7 @@ _ABBREVIATIONS = (
 _ABBREVIATED = re.compile(r"\b(?:" + "|".join(re.escape(word) for word in _ABBREVIATIONS) + ")")
 _SENTENCE_END = re.compile(
     r"(?<=[.!?;])(?<![:,(/][A-Z]\.)(?<![:,(/] [A-Z]\.)(?<!^[A-Z]\.)(?<!\b[A-Z]\. [A-Z]\.)"
-    r"(?<!\bDr\. [A-Z]\.)(?<!\bL\.Ac\.)(?<![^\S\n]\.)(?<!\.\.)"
+    r"(?<!\bDr\. [A-Z]\.)(?<!\bL\.Ac\.)(?<![^\S\n]\.)(?<![^\S\n]\?)(?<!\.\.)"
     + "".join(rf"(?<!\b{re.escape(word)})" for word in _ABBREVIATIONS)
     + r"[\"'”’)\]]?(?:(?<=\?)[^\S\n]++(?!\||(?:Y|N|Yes|No)\b|[\[(☐☑☒])|(?<!\?)[^\S\n]++(?!\|))"
     + r"|\s*\n\s*",
@@ -73,9 +73,10 @@ _SENTENCE_END = re.compile(
 )
 """A stop and space, or a line break; not the stop of an initial ("provider: G. Halvorsen",
 "L. Marsh, MD", "visit w/ H. Brandt NP booked 2/16"), of a credential ("L.Ac.") or of an
-abbreviation, nor a form's dot leader ("Y   .   (scheduled 02/20/26)", "Seizure ...... N") or a
-question's stop before its answer or table cells ("Seizure ever?     N", "VF arrest? |  | X"),
-which would cut a name from what the line says of it."""
+abbreviation, nor a lone query mark ("referred for ? inflammatory back pain"), nor a form's
+dot leader ("Y   .   (scheduled 02/20/26)", "Seizure ...... N") or a question's stop before
+its answer or table cells ("Seizure ever?     N", "VF arrest? |  | X"), which would cut a
+name from what the line says of it."""
 _SHORT_CAPS = 4
 """An alias this short written in capitals ("MI", "VT") matches only in capitals in text."""
 

@@ -335,6 +335,8 @@ def parse_measured(
         unit, end = _unit_after(text, match.end() if ranged else match.end(1), vocabulary)
         if unit is None and _GLUED_WORD.match(text, end):
             continue  # "66F", "2nd", "10am": part of a word, no reading
+        if unit is None and _in_address(text, match.start(), end):
+            continue  # "77 Elm St", "Suite 200": where, not how many
         if bound is not None and (
             _ASKED.match(text, end) or _NORM.search(text, max(0, match.start() - 48), match.start())
         ):
@@ -352,6 +354,25 @@ def parse_measured(
             )
         )
     return sorted(found, key=lambda m: m.start)
+
+
+_STREET_AFTER = re.compile(
+    r"[^\S\n]+(?:[A-Z][\w'’.-]*[^\S\n]+){1,3}"
+    r"(?:St|Street|Ave|Avenue|Rd|Road|Blvd|Boulevard|Dr|Drive|Ln|Lane|Way|Ct|Court|Pl|Place"
+    r"|Pkwy|Parkway|Hwy|Highway|Ter|Terrace|Cir|Circle|Sq|Square)\b"
+)
+_UNIT_BEFORE = re.compile(
+    r"\b(?:Suite|Ste|Apt|Unit|Room|Rm|Floor|Fl|Bldg|Building|P\.?O\.?\s*Box|Box)\.?[^\S\n]*#?[^\S\n]*$",
+    re.I,
+)
+
+
+def _in_address(text: str, start: int, end: int) -> bool:
+    """Whether a number is part of an address: a house number before a street's name ("77 Elm
+    St") or the number of a suite, room or box ("Suite 200")."""
+    return bool(
+        _STREET_AFTER.match(text, end) or _UNIT_BEFORE.search(text, max(0, start - 16), start)
+    )
 
 
 def _schedules(text: str) -> tuple[list[Measured], list[tuple[int, int]]]:

@@ -149,6 +149,7 @@ def state(atom, case, read) -> AtomState:
         ("Diagnosis: old stroke    Seizures: none", H),  # "none" answers the next field
         ("Stroke zone on the monitor set at 3 h.", N),  # a setting, not an event
         ("Right-sided weakness: ?stroke, MRI ordered.", C),  # "?" asks, it does not find
+        ("Referred by Dr. Amos for ? stroke, MRI ordered.", C),  # a lone "?" ends no sentence
         ("Migraine with aura versus stroke; neurology to see.", C),  # a differential
         ("Functional decline and a prior stroke in 2019.", H),  # a decline is no refusal
         ("MRI findings argue against a stroke.", F),
@@ -164,6 +165,7 @@ def state(atom, case, read) -> AtomState:
         ("Stroke - maternal aunt", N),
         ("Stroke in her brother at 50.", N),
         ("Stroke in 2019, witnessed by her mother.", H),  # a witness, not whose stroke
+        ("Prior stroke .......... N   (mother had stroke at 80)", F),  # hers, in passing
         # a relative who keeps the patient company, or tells of them, is not whose history it is
         ("Reviewed with pt and daughter the stroke in 2019.", H),
         ("Seen accompanied by his wife for follow-up of a stroke in 2019.", H),
@@ -866,6 +868,19 @@ def test_a_duration_written_as_a_bound_is_every_length_it_allows(text, expected,
     assert state(PAIN_12_WEEKS, make_case(text, doc_date="2026-03-01"), read) is expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Low back pain since Jan 2026.", F),
+        ("Low back pain, if anything a little worse since Jan 2026.", N),  # dates a change
+        ("Low back pain since 2023, worse since Jan 2026.", H),
+        ("Low back pain improved since Jan 2026.", N),
+    ],
+)
+def test_a_since_that_dates_a_change_is_not_the_onset(text, expected, read):
+    assert state(PAIN_12_WEEKS, make_case(text, doc_date="2026-03-01"), read) is expected
+
+
 def test_a_bound_written_before_the_reference_date_grows_with_the_days_since(read):
     """Under 12 weeks nine days ago may be 12 weeks now."""
     case = make_case("Low back pain for less than 12 weeks.", doc_date="2026-02-20")
@@ -1504,6 +1519,20 @@ def test_a_count_before_a_name_is_joined_to_it_by_words_not_by_a_dash_or_a_lette
     text, expected, read
 ):
     visits = REQUESTED_VISITS.model_copy(update={"aliases": ["acupuncture"]})
+    assert state(visits, make_case(text), read) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Requested visits: 10\nClinic: Harmony Acupuncture, 77 Elm St", H),  # a house number
+        ("Requested visits: 10\nClinic: Harmony Acupuncture, Suite 14", H),
+        ("Requested visits: 10, clinic at 400 North Main Street", H),
+        ("Requested visits: 16", F),
+    ],
+)
+def test_a_number_in_an_address_is_no_count(text, expected, read):
+    visits = REQUESTED_VISITS.model_copy(update={"aliases": ["requested visits", "acupuncture"]})
     assert state(visits, make_case(text), read) is expected
 
 
