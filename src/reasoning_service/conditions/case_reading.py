@@ -908,6 +908,8 @@ class CaseReading:
                     value = form_value(below)
                     if value is not None and (value_defers(value) or part_defers(value)):
                         stance = Stance(hypothetical=True, planned=True)  # "[x] Will be done …"
+                if self._marked_under_header(sentence, end) == "no":
+                    stance = Stance(negated=True, family=stance.family)  # "ECT ....   X" under N
                 blank = self._blank_field(sentence, end)
                 if unticked or blank or _heading(sentence.text):
                     stance = Stance(hypothetical=True)  # "Adverse effects:" left empty
@@ -999,6 +1001,24 @@ class CaseReading:
             below = self._next_on_page(below)
         return " ".join(ticked) if options else None
 
+    def _marked_under_header(self, sentence: Sentence, end: int) -> str | None:
+        """The answer of a row whose only mark after the name stands under the "Y" or the "N"
+        of a header line above ("Currently receiving ECT .......      X" under "Y   N"): the
+        header column nearest the mark; None on any other row."""
+        mark = _LONE_MARK.fullmatch(sentence.text, end)
+        if mark is None:
+            return None
+        page = self._page_of(sentence)
+        at = sentence.start + mark.start(1)
+        column = at - (page.rfind("\n", 0, at) + 1)
+        lines = page[: page.rfind("\n", 0, sentence.start) + 1].split("\n")[:-1]
+        for line in reversed(lines[-_HEADER_REACH:]):
+            header = _YES_NO_HEADER.search(line)
+            if header is not None:
+                yes, no = header.start("yes"), header.start("no")
+                return "yes" if abs(column - yes) < abs(column - no) else "no"
+        return None
+
     def semicolon_group(self, sentence: Sentence) -> str:
         """The sentence with its neighbours that only a semicolon parts from it: "vortioxetine
         20 mg; now 14 weeks, tolerating it well." speaks of the drug throughout."""
@@ -1077,6 +1097,14 @@ def _title_line(text: str, vocabulary: Vocabulary) -> bool:
     )
 
 
+_LONE_MARK = re.compile(r"[^\S\n]*(?:\.{2,}|_{2,})?[^\S\n]{2,}([xX✓✔])[^\S\n]*")
+"""A row's only mark after its name, set off by a leader or a run of spaces."""
+_YES_NO_HEADER = re.compile(
+    r"(?:^|[^\S\n]{2,})(?P<yes>Y|Yes|YES)[^\S\n]{2,}(?P<no>N|No|NO)(?:[^\S\n]{2,}\S.*)?$"
+)
+"""A table's header line that ends in "Y   N" columns (a comment column may follow)."""
+_HEADER_REACH = 20
+"""How many lines above a row its table's header may stand."""
 _ASKS_OF_ANOTHER = re.compile(
     r"\b(?:related|relat\w+|due|caused|cause|secondary|attributed|attributable|associated"
     r"|because|from|after|since|within|during|before|prior|past|last|over|more|less|than"

@@ -139,6 +139,8 @@ def state(atom, case, read) -> AtomState:
         ("Prior stroke          N     reviewed with neurology", F),  # a comment after the answer
         ("Prior stroke          Y     left MCA, 2019", H),
         ("Prior stroke                 [X] [ ]", H),
+        ("                          Y   N\nPrior stroke ..........      X", F),  # under the N
+        ("                          Y   N\nPrior stroke ..........  X", H),
         ("[ ] Y [x] N  Prior stroke / TIA", F),  # a yes/no pair that opens the row
         ("[x] Y [ ] N  Prior stroke / TIA", H),
         ("Y [ ] N [x]  Prior stroke / TIA", F),
