@@ -315,6 +315,13 @@ class ContextReader:
         question = between.split("?")[0] if "?" in text[end : colon + 1] else None
         if question is not None and _ASKS_OF_ANOTHER.search(_LIST_GOES_ON.sub(" ", question)):
             return Stance()  # "Pain related to prior surgery? [x] no" denies the relation
+        opening = text.rfind("(", 0, start)
+        if (
+            opening > text.rfind(")", 0, start)
+            and ")" in between
+            and _PURPOSE.match(text, opening, start) is not None
+        ):
+            return Stance(hypothetical=True)  # "Bone scan (done for back pain): negative"
         negates = self._value_negates(value)
         return Stance(negated=negates == "name")
 
@@ -1118,6 +1125,11 @@ its cause, its time, another person, a change of its state ("Pain related to pri
 [x] no" has pain; "Stroke within 6 months? Y/N: N" may have an older stroke; "License
 suspended? [x] no" has a license). Without them, the question's words only finish naming it
 ("Life-limiting non-cardiac illness?  Y/N: N") and its "no" denies it."""
+_PURPOSE = re.compile(
+    r"\([^\S\n]*(?:[\w/-]+[^\S\n]+){0,2}(?:for|due\s+to|because\s+of|re:?|regarding)\b", re.I
+)
+"""A label's aside that gives its purpose ("Bone scan (done for back pain): negative"): the
+value speaks of the label's finding, and of that purpose neither yes nor no."""
 _LIST_GOES_ON = re.compile(
     r"(?:,|\bor\b|\band\b|/)[^\S\n]*(?:any[^\S\n]+)?(?:other|another)\b", re.I
 )

@@ -152,6 +152,8 @@ def state(atom, case, read) -> AtomState:
         ("Stroke zone on the monitor set at 3 h.", N),  # a setting, not an event
         ("Right-sided weakness: ?stroke, MRI ordered.", C),  # "?" asks, it does not find
         ("Referred by Dr. Amos for ? stroke, MRI ordered.", C),  # a lone "?" ends no sentence
+        ("CT head (done for stroke): negative.", N),  # a purpose, neither yes nor no
+        ("Red flags (fever, stroke, cancer): [ ] present  [x] none", F),  # the label's list
         ("Migraine with aura versus stroke; neurology to see.", C),  # a differential
         ("Functional decline and a prior stroke in 2019.", H),  # a decline is no refusal
         ("MRI findings argue against a stroke.", F),
@@ -880,6 +882,19 @@ def test_a_duration_written_as_a_bound_is_every_length_it_allows(text, expected,
     ],
 )
 def test_a_since_that_dates_a_change_is_not_the_onset(text, expected, read):
+    assert state(PAIN_12_WEEKS, make_case(text, doc_date="2026-03-01"), read) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Low back pain since 2022. Her low back pain never settled after the fusion.", H),
+        ("Low back pain since 2022. The low back pain has never really let up.", H),
+        ("Low back pain since 2022. Bone scan (done for low back pain): negative.", H),
+        ("Low back pain: never.", F),
+    ],
+)
+def test_a_pain_that_never_let_up_is_still_there(text, expected, read):
     assert state(PAIN_12_WEEKS, make_case(text, doc_date="2026-03-01"), read) is expected
 
 
