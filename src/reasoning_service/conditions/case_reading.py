@@ -423,8 +423,13 @@ class ContextReader:
         return True
 
 
-_REST_OF_LABEL = re.compile(r"(?:[^\S\n]+[A-Za-z][\w/-]*){0,3}[^\S\n]*:[^\S\n]*")
-"""The end of a label after the name: at most three more words, then its colon."""
+_REST_OF_LABEL = re.compile(
+    r"(?:[^()\n:]{0,40}\))?(?:[^\S\n]+[A-Za-z][\w/-]*){0,3}"
+    r"(?:[^\S\n]*\([^()\n:]{0,60}\))?[^\S\n]*:[^\S\n]*"
+)
+"""The end of a label after the name: at most three more words and a parenthesis of what to
+fill in ("Shared decision-making encounter (date / clinician / decision tool):"), then its
+colon."""
 _NEGATION_BEFORE = re.compile(r"\b(?:not|never|no|without|nor)\b|n't\b", re.I)
 _VALUE_NEGATES = re.compile(
     r"\s*(?:(?:has|have|had|was|were|is|did|does)\s+)?"
@@ -986,6 +991,8 @@ class CaseReading:
         if _REST_OF_LABEL.fullmatch(sentence.text, end) is None:
             return False
         after = self._next_on_page(sentence)
+        while after is not None and _ITEM_NUMBER.fullmatch(after.text):
+            after = self._next_on_page(after)  # "8." that numbers the next item
         return after is None or _FIELD.match(after.text) is not None
 
     def _ticked_below(self, sentence: Sentence, end: int) -> str | None:
@@ -1143,8 +1150,10 @@ _STATUS_LINE = re.compile(
     re.I | re.M,
 )
 """A form's line that gives the status of what the whole document records."""
-_FIELD = re.compile(r"[A-Za-z][^:\n]{0,60}:(?!\d)")
-"""A line that opens with a "Label:" of its own."""
+_ITEM_NUMBER = re.compile(r"\(?\d{1,2}[.)]")
+"""The number of a form's item, split from it as a sentence of its own ("8.")."""
+_FIELD = re.compile(r"(?:\d{1,2}[.)][^\S\n]*)?[A-Za-z](?:[^:\n]{0,60}:(?!\d)|[^?:\n]{0,60}\?)")
+"""A line that opens with a "Label:" or a question of its own, numbered or not ("8. Stable?")."""
 
 
 def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:

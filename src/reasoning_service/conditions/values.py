@@ -473,14 +473,19 @@ def measured_near(
 
 
 _STEP = r"\s*+(?:\([^()]{0,24}\)\s*+)?(?:->|-->|→|=>|⇒|⟶)\s*+"
+_FIRST_VALUE = r"(?:baseline|initial(?:ly)?|at\s+intake|intake|pre-?treatment|previously|was)"
+"""Words that mark, in a parenthesis after a value, the value it started from."""
 _TREND = re.compile(
     rf"(?<![\w.,/-])(?:from\s+({_NUM})\s+to\s+({_NUM})|({_NUM})%?((?:{_STEP}{_NUM}%?)++)"
     rf"|(\d+)/(\d+){_STEP}(\d+)/\6(?!\d)"
-    rf"|({_NUM})[^\S\n]*(?:%|percent)?[^\S\n]*,?[^\S\n]*(?:down|up)[^\S\n]+from[^\S\n]+({_NUM}))",
+    rf"|({_NUM})[^\S\n]*(?:%|percent)?[^\S\n]*,?[^\S\n]*(?:down|up)[^\S\n]+from[^\S\n]+({_NUM})"
+    rf"|({_NUM})[^\S\n]*(?:%|/\d+)?[^\S\n]*\([^\S\n]*{_FIRST_VALUE}[^\S\n]*:?[^\S\n]*({_NUM})"
+    r"(?:%|/\d+)?[^\S\n]*\))",
     re.I,
 )
 """A reported change: "21 -> 20", "20 (intake) -> 13 (wk 8) -> 8 (final)", "from 38 to 35",
-"44% -> 26%", "26 percent, down from 44", or scores out of the same whole, "NRS 7/10 -> 3/10".
+"44% -> 26%", "26 percent, down from 44", "ODI 46% (baseline 44%)", or scores out of the
+same whole, "NRS 7/10 -> 3/10".
 Possessive steps and nothing required after them: a chain is read once, however long (no page
 can stall the reader)."""
 _ASIDE = re.compile(r"\([^()]{0,24}\)")
@@ -499,6 +504,8 @@ def _trends(text: str, vocabulary: Vocabulary) -> list[Measured]:
             first, last = match.group(5), match.group(7)
         elif match.group(8):
             first, last = match.group(9), match.group(8)  # "26 percent, down from 44"
+        elif match.group(10):
+            first, last = match.group(11), match.group(10)  # "ODI 46% (baseline 44%)"
         else:
             first, last = match.group(3), re.findall(_NUM, _ASIDE.sub("", match.group(4)))[-1]
         before = _number(first)

@@ -139,6 +139,9 @@ def state(atom, case, read) -> AtomState:
         ("Prior stroke          N     reviewed with neurology", F),  # a comment after the answer
         ("Prior stroke          Y     left MCA, 2019", H),
         ("Prior stroke                 [X] [ ]", H),
+        ("7. Prior stroke (date / type):\n8. Diabetes? Yes", N),  # a numbered blank field
+        ("7. Prior stroke (date / type): 2019, lacunar\n8. Diabetes? Yes", H),
+        ("No headache, with a stroke in 2019.", H),  # ", with" ends the denial
         ("                          Y   N\nPrior stroke ..........      X", F),  # under the N
         ("                          Y   N\nPrior stroke ..........  X", H),
         ("[ ] Y [x] N  Prior stroke / TIA", F),  # a yes/no pair that opens the row
@@ -1848,6 +1851,9 @@ SCALE_BARELY_MOVED = QuantityAtom(
         ("CBT weekly, PHQ-9 today 12, down from 24 at intake.", F),
         ("CBT weekly, PHQ-9 today 20 percent up from 18.", H),
         ("Prior rTMS: PHQ-9 24 -> 12. CBT weekly, no scale.", N),  # another sentence's trend
+        ("CBT weekly x 12: ODI 46% (baseline 44%).", H),  # the value it started from
+        ("CBT weekly x 12: NRS 3/10 (baseline 7/10).", F),
+        ("CBT weekly x 12: PHQ-9 20 (initially 21).", H),
     ],
 )
 def test_a_relative_change_reads_the_trend_a_record_reports(text, expected, read):
