@@ -469,7 +469,7 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
         if _preceded_by(mention, other, reading):
             continue  # "APRN license": another thing of the same name
         if _planned(mention, reading):
-            if mention.stance.planned:
+            if mention.stance.planned and not _credential_of_a_person(mention):
                 planned.append(mention)
             continue  # "visit on 04/08/2026" after the case's date: a plan, not a finding
         if not mention.stance.about_patient:
@@ -485,7 +485,7 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
         observations.append(_said_in(mention, says))
     observations += _denials(atom, reading, min_confidence, absent_says)
     observations += _unlisted(atom, names, reading, absent_says)
-    return observations + _only_planned(atom, planned, observations)
+    return observations + _only_planned(atom, planned, observations, reading)
 
 
 def _unlisted(
@@ -520,14 +520,31 @@ _NOT_A_LIST = re.compile(
 EHR problem list"): it lists nothing, so it leaves nothing out."""
 
 
+_PERSON_BEFORE = re.compile(r"\b[A-Z][a-z'’-]+(?:[^\S\n]+[A-Z]\.)?[^\S\n]+[A-Z][a-z'’-]+,[^\S\n]*$")
+
+
+def _credential_of_a_person(mention: Mention) -> bool:
+    """Whether the mention is a credential written after a person's name ("Referral to Grace
+    Liu, L.Ac."): the plan is for what that person will do, not for their credential."""
+    text = mention.sentence.text
+    return _PERSON_BEFORE.search(text, max(0, mention.start - 40), mention.start) is not None
+
+
 def _only_planned(
-    atom: FindingAtom, planned: list[Mention], observations: list[_Observation]
+    atom: FindingAtom,
+    planned: list[Mention],
+    observations: list[_Observation],
+    reading: CaseReading,
 ) -> list[_Observation]:
     """What the record only plans ("will schedule an SDM visit", "education: [x] scheduled")
     has not happened yet: for a finding expected present that is evidence it fails, unless the
-    record also says it did. A plan read only from a later date is not: "stroke prevention
-    visit in April" plans no stroke."""
-    if atom.expect != "present" or any(o.says is _Says.HOLDS and o.trusted for o in observations):
+    record also says it did (a request form's tick is the requester's summary, not the record).
+    A plan read only from a later date is not: "stroke prevention visit in April" plans no
+    stroke."""
+    if atom.expect != "present" or any(
+        o.says is _Says.HOLDS and o.trusted and not reading.on_request_form(o.evidence.doc_id)
+        for o in observations
+    ):
         return []
     return [_said_in(mention, _Says.FAILS, "only planned") for mention in planned]
 

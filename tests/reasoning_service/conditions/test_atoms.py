@@ -229,6 +229,40 @@ def test_a_labels_answer_is_the_option_ticked_on_the_row_under_it(options, expec
     assert state(program, case, read) is expected
 
 
+def _form_and_note(form: str, note: str) -> CaseBundle:
+    documents = [
+        {
+            "doc_id": "pa",
+            "title": "Prior authorization request",
+            "date": "2026-03-02",
+            "pages": [form],
+        },
+        {"doc_id": "note", "title": "Clinic note", "date": "2026-03-01", "pages": [note]},
+    ]
+    return CaseBundle.model_validate(
+        {"case_id": "t", "as_of": "2026-03-10", "facts": [], "documents": documents}
+    )
+
+
+def test_a_request_forms_tick_does_not_outweigh_notes_that_only_plan_it(read):
+    """The form is the requester's summary; the record still has the visit to come."""
+    case = _form_and_note(
+        "Shared decision making:  [x] completed", "SDM visit scheduled 04/20/2026 with EP."
+    )
+    assert state(SHARED_DECISION, case, read) is F
+
+
+def test_a_credential_after_a_name_in_a_referral_is_not_planned(read):
+    """ "Referral to Grace Liu, L.Ac." plans her visits, not her license."""
+    license_ = FindingAtom(
+        kind="finding", id="lic", label="Licensed acupuncturist", concept="L.Ac."
+    )
+    case = _form_and_note(
+        "Rendering provider: Grace Liu, L.Ac.", "Referral to Grace Liu, L.Ac. for acupuncture."
+    )
+    assert state(license_, case, read) is H
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
