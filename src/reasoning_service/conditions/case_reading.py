@@ -416,6 +416,8 @@ class ContextReader:
             return False  # "back pain not resolved": the outcome is negated, the pain remains
         if cue_span.end <= entity.start:
             between = doc.text[cue_span.end_char : entity.start_char]
+            if _DENIAL_ENDS.search(between):
+                return False  # "no red flags, with a clear response"; "(no benefit), sertraline"
             return not self._vocabulary.names_outcome(between)
         if cue_span.start >= entity.end:
             after = doc[cue_span.end : cue_span.end + _OUTCOME_REACH].text
@@ -423,6 +425,10 @@ class ContextReader:
         return True
 
 
+_DENIAL_ENDS = re.compile(r",[^\S\n]*with\b|\)[^\S\n]*[,;]", re.I)
+"""Where a denial's reach ends before the next name: ", with" turns to what is there, and a
+closing parenthesis ends the aside the denial stood in. (ConText's own terminating cues would
+end a relative's scope there too: "father had an MI at 60, with a stroke at 70".)"""
 _REST_OF_LABEL = re.compile(
     r"(?:[^()\n:]{0,40}\))?(?:[^\S\n]+[A-Za-z][\w/-]*){0,3}"
     r"(?:[^\S\n]*\([^()\n:]{0,60}\))?[^\S\n]*:[^\S\n]*"

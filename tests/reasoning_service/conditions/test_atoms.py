@@ -142,6 +142,8 @@ def state(atom, case, read) -> AtomState:
         ("7. Prior stroke (date / type):\n8. Diabetes? Yes", N),  # a numbered blank field
         ("7. Prior stroke (date / type): 2019, lacunar\n8. Diabetes? Yes", H),
         ("No headache, with a stroke in 2019.", H),  # ", with" ends the denial
+        ("Family history: father had an MI at 60, with a stroke at 70.", N),  # not the family
+        ("No headache (no vertigo), stroke in 2019.", H),  # a parenthesis ends the denial
         ("                          Y   N\nPrior stroke ..........      X", F),  # under the N
         ("                          Y   N\nPrior stroke ..........  X", H),
         ("[ ] Y [x] N  Prior stroke / TIA", F),  # a yes/no pair that opens the row
