@@ -303,8 +303,8 @@ class ContextReader:
             return Stance(negated=column == "no")
         colon = _answer_mark(text, end)
         between = _ABBREVIATED.sub(" ", _LEADER.sub(" ", text[end:colon]))
-        between = _ASIDE.sub(" ", between)
-        if colon < 0 or colon - end > 60 or ":" in text[start:end] or "." in between:
+        stops = _ASIDE.sub(" ", between)
+        if colon < 0 or colon - end > 60 or ":" in text[start:end] or "." in stops:
             return Stance()
         field = _NEXT_FIELD.search(text, end, colon + 1)
         if field is not None:

@@ -152,7 +152,8 @@ def state(atom, case, read) -> AtomState:
         ("[ ] Y [ ] N  Prior stroke / TIA", N),
         ("Prior stroke, TIA or other cerebrovascular event?  [ ] yes [x] no", F),  # a list
         ("TIA, prior stroke or other event?  [ ] yes [x] no", F),
-        ("Prior stroke (last 5 yrs.):    [ ] yes  [x] no", F),  # dots inside the parenthesis
+        ("Prior stroke (imaging-confirmed):    [ ] yes  [x] no", F),  # an aside of the label
+        ("Prior stroke (within 6 mo.)?  [ ] yes  [x] no", H),  # asks of a time: an older one?
         ("Diagnosis: old stroke    Seizures: none", H),  # "none" answers the next field
         ("Stroke zone on the monitor set at 3 h.", N),  # a setting, not an event
         ("Right-sided weakness: ?stroke, MRI ordered.", C),  # "?" asks, it does not find
