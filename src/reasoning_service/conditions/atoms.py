@@ -103,6 +103,7 @@ def evaluate_atom(
     """Decide one atom from the case (see the module docstring). `affirming`: the atom's
     holding speaks for the criterion being met (in `require`, under no `not`), so doubt
     that only the notes raise may be settled against it."""
+    reading = reading.without(tuple(atom.outside))
     match atom:
         case QuantityAtom():
             observations = _quantity(atom, reading, min_confidence)

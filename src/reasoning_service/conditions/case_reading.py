@@ -15,7 +15,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Literal
 
@@ -768,6 +768,8 @@ class CaseReading:
     _by_page: dict[tuple[str, int], list[Sentence]] = field(default_factory=dict)
     _request_forms: frozenset[str] = frozenset()
     _scheduled: frozenset[str] = frozenset()
+    _outside: tuple[str, ...] = ()
+    _scopes: dict[tuple[str, ...], CaseReading] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for sentence in self.sentences:
@@ -795,6 +797,55 @@ class CaseReading:
         """Whether a document is a request form (its title names a form kind): the requester's
         summary of the record, not the record."""
         return doc_id in self._request_forms
+
+    def without(self, outside: tuple[str, ...]) -> CaseReading:
+        """The reading with what names one of `outside` set aside (an atom's `outside`): its
+        facts, and the mentions in its sentences or under its headings. Kept per words."""
+        if not outside:
+            return self
+        with self._lock:
+            kept = self._scopes.get(outside)
+        if kept is not None:
+            return kept
+        facts = [
+            view
+            for view in self.facts
+            if not self._names_outside(" ".join(view.every_word), outside)
+            and not self._names_outside(view.quote, outside)
+        ]
+        scoped = replace(
+            self, facts=facts, _mentions={}, _lock=threading.Lock(), _by_page={},
+            _outside=outside, _scopes={},
+        )  # fmt: skip
+        with self._lock:
+            self._scopes[outside] = scoped
+        return scoped
+
+    def _set_aside(self, sentence: Sentence) -> bool:
+        """Whether the sentence, or the heading it stands under, names one of `_outside`."""
+        if self._names_outside(sentence.text, self._outside):
+            return True
+        page = self._page_of(sentence)
+        block_start = page.rfind("\n\n", 0, sentence.start)
+        lines = page[block_start + 1 : sentence.start].split("\n")[:-1]
+        headings = [line for line in lines if line.rstrip().endswith(":")]
+        return bool(headings) and self._names_outside(headings[-1], self._outside)
+
+    def _names_outside(self, text: str, outside: tuple[str, ...]) -> bool:
+        """Whether `text` names one of `outside`; in a phrase, "{past year}" stands for a year
+        (or a span of years, "2022-2023") that ended two calendar years or more before the
+        case's date ("the 2019 episode"), which cannot be the case's present."""
+        plain = tuple(phrase for phrase in outside if _PAST_YEAR not in phrase)
+        if plain and self.find_in(text, plain):
+            return True
+        latest = self.as_of.year - 2
+        for phrase in outside:
+            if _PAST_YEAR not in phrase:
+                continue
+            for match in _dated_phrase(phrase).finditer(text):
+                if _last_year(match.group("year")) <= latest:
+                    return True
+        return False
 
     def sentences_on(self, doc_id: str, page: int) -> list[Sentence]:
         """The sentences of one document page, in order."""
@@ -874,6 +925,8 @@ class CaseReading:
         if cached is not None:
             return cached
         found = self._find_mentions(names)
+        if self._outside:
+            found = [mention for mention in found if not self._set_aside(mention.sentence)]
         with self._lock:
             self._mentions[names] = found
         return found
@@ -1115,6 +1168,26 @@ def _title_line(text: str, vocabulary: Vocabulary) -> bool:
         and vocabulary.author_role(text) is None
         and not any(char.isdigit() for char in text)
     )
+
+
+_PAST_YEAR = "{past year}"
+_YEARS = r"(?P<year>(?:19|20)\d{2}(?:[^\S\n]*[-–/][^\S\n]*(?:19|20)?\d{2})?)"
+
+
+@lru_cache(maxsize=256)
+def _dated_phrase(phrase: str) -> re.Pattern[str]:
+    """An `outside` phrase with its "{past year}" as a year or a span of years."""
+    before, after = (re.escape(part).replace(r"\ ", r"\s+") for part in phrase.split(_PAST_YEAR, 1))
+    return re.compile(rf"(?<!\w){before}{_YEARS}{after}(?!\w)", re.I)
+
+
+def _last_year(years: str) -> int:
+    """The last year of "2019", "2022-2023" or "2023-24"."""
+    first, *rest = re.split(r"[^\S\n]*[-–/][^\S\n]*", years)
+    if not rest:
+        return int(first)
+    last = rest[0]
+    return int(last) if len(last) == 4 else int(first[:2] + last)
 
 
 _LONE_MARK = re.compile(r"[^\S\n]*(?:\.{2,}|_{2,})?[^\S\n]{2,}([xX✓✔])[^\S\n]*")

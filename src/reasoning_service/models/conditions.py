@@ -106,6 +106,13 @@ class _AtomBase(_Concept):
     """Short id, unique within the criterion (`hba1c`, `stage`)."""
     label: str = Field(min_length=1, max_length=300)
     """The atom as one short checkable statement, shown to reviewers ("HbA1c ≥ 6.5%")."""
+    outside: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        default_factory=list, max_length=50
+    )
+    """Words that put what a sentence says outside what the criterion asks about (`prior
+    episode` for trials "in the current episode"): a sentence that names one, or stands under
+    a heading that does ("Past trials (prior episode):"), and a fact whose name or quote names
+    one, are not read for this atom."""
     question: str | None = Field(default=None, max_length=500)
     """A narrow yes/no question for the LLM; defaults to one built from `label`."""
 

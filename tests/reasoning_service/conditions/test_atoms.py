@@ -2221,3 +2221,39 @@ def test_a_title_marks_another_measurement_but_not_by_naming_its_forms_kind(titl
     document = {"doc_id": "pa-1", "title": title, "date": "2026-02-20"}
     case = make_case(documents=[{**document, "pages": ["Visits requested: 10"]}])
     assert state(VISITS_REQUESTED, case, read) is expected
+
+
+SERTRALINE_THIS_EPISODE = FindingAtom(
+    kind="finding",
+    id="sertraline",
+    label="Sertraline tried in the current episode",
+    concept="sertraline",
+    outside=[
+        "prior episode",
+        "{past year} episode",
+        "{past year} depressive episode",
+        "episode in {past year}",
+    ],
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Failed sertraline 200 mg x 10 wk.", H),
+        ("In a prior episode she failed sertraline.", N),  # another episode
+        ("During her 2022-2023 depressive episode she failed sertraline.", N),
+        ("Depressive episode in 2019: sertraline, good response.", N),
+        ("Current 2025 episode: failed sertraline.", H),  # a recent year may be this episode
+        ("Trials (prior episode):\nsertraline 10 wk\nbupropion 8 wk", N),  # under its heading
+        ("Trials (prior episode):\nbupropion 8 wk\n\nNow:\nsertraline 10 wk", H),
+    ],
+)
+def test_what_an_atom_sets_outside_its_criterion_is_not_read(text, expected, read):
+    assert state(SERTRALINE_THIS_EPISODE, make_case(text), read) is expected
+
+
+def test_a_fact_named_for_another_episode_is_not_read(read):
+    fact = quoted_fact("meds.prior_episode", "sertraline", "sertraline 200 mg")
+    assert state(SERTRALINE_THIS_EPISODE, make_case("Seen.", facts=[fact]), read) is N
+    assert state(STROKE, make_case("Seen.", facts=[quoted_fact("hx.cva", True, "CVA")]), read) is H
