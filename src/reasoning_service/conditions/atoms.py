@@ -411,13 +411,13 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
     present_says = _Says.HOLDS if atom.expect == "present" else _Says.FAILS
     absent_says = _Says.FAILS if atom.expect == "present" else _Says.HOLDS
     observations: list[_Observation] = []
-    other = tuple(atom.not_when)
+    other, excepts = tuple(atom.not_when), tuple(atom.excepts)
     named = [
         v
         for v in reading.facts_named(names, atom.codes)
         if _on_topic(atom, reading, v)
         and not _named_other(v, other, reading)
-        and not _of_excepted_kind(v, names, tuple(atom.excepts), reading)
+        and not _of_excepted_kind(v, names, excepts, reading)
     ]
     for view in named:
         expires = _valid_through(view, reading)
@@ -446,7 +446,7 @@ def _finding(atom: FindingAtom, reading: CaseReading, min_confidence: float) -> 
         text, spans = _naming_value(view, names, reading)
         if not spans or not _on_topic(atom, reading, view):
             continue
-        if _of_excepted_kind(view, names, tuple(atom.excepts), reading):
+        if _of_excepted_kind(view, names, excepts, reading):
             continue
         if _stands_before(text, spans[0][0], other, reading):
             continue
